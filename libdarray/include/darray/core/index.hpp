@@ -1,0 +1,118 @@
+// Index boxes: one half-open Slice per array dimension, the unit in which shards, plan pieces and file views are
+// described. Value types: cheap to copy, comparable, hashable, printable like numpy slices.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <ostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace darray {
+
+struct Slice {
+  int64_t start = 0;
+  int64_t stop = 0;
+  int64_t size() const { return stop > start ? stop - start : 0; }
+  bool empty() const { return stop <= start; }
+  friend bool operator==(const Slice& a, const Slice& b) { return a.start == b.start && a.stop == b.stop; }
+  friend bool operator!=(const Slice& a, const Slice& b) { return !(a == b); }
+};
+
+using Index = std::vector<Slice>;
+using Shape = std::vector<int64_t>;
+
+inline std::ostream& operator<<(std::ostream& os, const Slice& s) { return os << s.start << ":" << s.stop; }
+
+inline std::ostream& operator<<(std::ostream& os, const Index& index) {
+  os << "(";
+  for (std::size_t d = 0; d < index.size(); ++d) os << (d ? ", " : "") << index[d];
+  return os << ")";
+}
+
+// "128x64" / "()" for a rank-0 shape.
+inline std::string shape_to_string(const Shape& shape, const char* sep = "x") {
+  if (shape.empty()) return "()";
+  std::ostringstream os;
+  for (std::size_t d = 0; d < shape.size(); ++d) os << (d ? sep : "") << shape[d];
+  return os.str();
+}
+
+inline std::string to_string(const Index& index) {
+  std::ostringstream os;
+  os << index;
+  return os.str();
+}
+
+// Number of elements of a box (0 when any dim is empty; 1 for rank 0).
+inline int64_t volume(const Index& index) {
+  int64_t v = 1;
+  for (const Slice& s : index) v *= s.size();
+  return v;
+}
+
+inline int64_t volume(const Shape& shape) {
+  int64_t v = 1;
+  for (int64_t n : shape) v *= n;
+  return v;
+}
+
+inline Shape box_shape(const Index& index) {
+  Shape shape(index.size());
+  for (std::size_t d = 0; d < index.size(); ++d) shape[d] = index[d].size();
+  return shape;
+}
+
+// The whole array as a box.
+inline Index full_index(const Shape& shape) {
+  Index index(shape.size());
+  for (std::size_t d = 0; d < shape.size(); ++d) index[d] = Slice{0, shape[d]};
+  return index;
+}
+
+inline Slice intersect(const Slice& a, const Slice& b) {
+  return Slice{std::max(a.start, b.start), std::min(a.stop, b.stop)};
+}
+
+// Per-dim intersection; the result may be empty (check volume()).
+inline Index intersect(const Index& a, const Index& b) {
+  Index out(a.size());
+  for (std::size_t d = 0; d < a.size() && d < b.size(); ++d) out[d] = intersect(a[d], b[d]);
+  return out;
+}
+
+inline bool contains(const Index& outer, const Index& inner) {
+  if (outer.size() != inner.size()) return false;
+  for (std::size_t d = 0; d < outer.size(); ++d) {
+    if (inner[d].empty()) continue;
+    if (inner[d].start < outer[d].start || inner[d].stop > outer[d].stop) return false;
+  }
+  return true;
+}
+
+// Row-major strides of a shape, in elements.
+inline Shape row_major_strides(const Shape& shape) {
+  Shape strides(shape.size(), 1);
+  for (std::size_t d = shape.size(); d-- > 1;) strides[d - 1] = strides[d] * shape[d];
+  return strides;
+}
+
+namespace detail {
+inline void hash_combine(std::size_t& seed, std::size_t value) {
+  seed ^= value + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2);
+}
+}  // namespace detail
+
+}  // namespace darray
+
+template <>
+struct std::hash<darray::Slice> {
+  std::size_t operator()(const darray::Slice& s) const noexcept {
+    std::size_t h = std::hash<int64_t>{}(s.start);
+    darray::detail::hash_combine(h, std::hash<int64_t>{}(s.stop));
+    return h;
+  }
+};

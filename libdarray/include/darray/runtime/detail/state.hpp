@@ -1,0 +1,53 @@
+// The process-wide runtime state that Environment fills and the query functions read. Higher layers register
+// cleanup (cached communicators, plans) here so it runs before MPI and Kokkos are finalised.
+#pragma once
+
+#include <mpi.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "darray/core/error.hpp"
+#include "darray/runtime/device.hpp"
+#include "darray/runtime/launcher.hpp"
+
+namespace darray {
+namespace detail {
+
+struct RuntimeState {
+  bool active = false;
+  MPI_Comm comm = MPI_COMM_NULL;  // the library's private duplicate of MPI_COMM_WORLD
+  int rank = 0;
+  int size = 1;
+  int local_rank = 0;             // from MPI_Comm_split_type(SHARED)
+  int local_size = 1;
+  int thread_level = 0;
+  LauncherInfo launcher;
+  std::string backend = "mpi";
+  DeviceKind device_kind = DeviceKind::cpu;
+  int host_device_count = 1;
+  std::vector<Device> devices;        // global table, ordered by id
+  std::vector<Device> local_devices;  // this process's, ordered by local index
+  std::vector<std::function<void()>> finalizers;
+};
+
+inline RuntimeState& state() {
+  static RuntimeState s;
+  return s;
+}
+
+inline const RuntimeState& active_state(const char* api) {
+  const RuntimeState& s = state();
+  DARRAY_THROW_IF(!s.active, InvalidArgument, api,
+                  "no darray::Environment is active; create one first (darray::Environment env(argc, argv);)");
+  return s;
+}
+
+// Registers cleanup to run (last registered first) when the Environment ends, before MPI_Finalize.
+inline void at_finalize(std::function<void()> fn) { state().finalizers.push_back(std::move(fn)); }
+
+inline MPI_Comm world_comm() { return active_state("world_comm").comm; }
+
+}  // namespace detail
+}  // namespace darray

@@ -1,0 +1,234 @@
+// darray::Environment: RAII start-up and shut-down of MPI, Kokkos and the device table, plus the process and
+// device queries of API.md. MPI and Kokkos are initialised only if the caller has not done so, and finalised
+// (in reverse order) only if this Environment initialised them.
+#pragma once
+
+#include <mpi.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "darray/core/env.hpp"
+#include "darray/core/error.hpp"
+#include "darray/runtime/detail/agree.hpp"
+#include "darray/runtime/detail/gpu.hpp"
+#include "darray/runtime/detail/kokkos_compat.hpp"
+#include "darray/runtime/detail/mpi.hpp"
+#include "darray/runtime/detail/state.hpp"
+#include "darray/runtime/device.hpp"
+#include "darray/runtime/launcher.hpp"
+#include "darray/runtime/log.hpp"
+
+namespace darray {
+
+struct EnvironmentOptions {
+  int host_device_count = 0;          // 0: from DARRAY_HOST_DEVICE_COUNT, else 1
+  std::vector<int> local_device_ids;  // empty: from DARRAY_LOCAL_DEVICE_IDS, else local rank modulo visible GPUs
+  std::string backend;                // "", "mpi" or "nccl" (empty: DARRAY_BACKEND, else best available)
+};
+
+inline constexpr int max_host_device_count = 4096;
+
+namespace detail {
+
+// Everything decided from this process's environment before any device exists. Throws on bad input.
+struct LocalSetup {
+  DeviceKind kind = DeviceKind::cpu;
+  int device_count = 1;
+  int gpu_ordinal = -1;
+  std::string backend = "mpi";
+};
+
+inline LocalSetup resolve_local_setup(const EnvironmentOptions& opt, int local_rank) {
+  LocalSetup s;
+  const std::string accepted_count = "an integer from 1 to " + std::to_string(max_host_device_count);
+  if (opt.host_device_count != 0) {
+    DARRAY_THROW_IF(opt.host_device_count < 1 || opt.host_device_count > max_host_device_count, InvalidArgument,
+                    "EnvironmentOptions", "host_device_count = " << opt.host_device_count << "; expected " << accepted_count);
+    s.device_count = opt.host_device_count;
+  } else {
+    s.device_count = static_cast<int>(env_int("DARRAY_HOST_DEVICE_COUNT", 1, 1, max_host_device_count, accepted_count));
+  }
+  std::string backend = opt.backend;
+  if (backend.empty()) backend = getenv_opt("DARRAY_BACKEND").value_or("");
+  if (!backend.empty())
+    backend = parse_choice(opt.backend.empty() ? "DARRAY_BACKEND" : "EnvironmentOptions.backend", backend, {"mpi", "nccl"});
+
+  std::vector<int> ids = opt.local_device_ids;
+  const bool ids_from_env = ids.empty() && getenv_opt("DARRAY_LOCAL_DEVICE_IDS").has_value();
+  if (ids_from_env)
+    ids = parse_int_list("DARRAY_LOCAL_DEVICE_IDS", *getenv_opt("DARRAY_LOCAL_DEVICE_IDS"), 0, 1 << 20,
+                         "a comma-separated list of distinct GPU ordinals, e.g. \"0\" or \"0,1\"");
+  const char* ids_name = ids_from_env ? "DARRAY_LOCAL_DEVICE_IDS" : "EnvironmentOptions.local_device_ids";
+
+  if (kokkos_uses_gpu()) {
+    const int visible = gpu_count();
+    DARRAY_THROW_IF(visible < 1, NotSupported, "Environment",
+                    "this build runs on GPUs (Kokkos " << kokkos_gpu_backend_name() << ") but no GPU is visible to process");
+    s.kind = DeviceKind::cuda;
+    s.device_count = 1;
+    if (ids.empty()) {
+      s.gpu_ordinal = local_rank % visible;
+    } else {
+      DARRAY_THROW_IF(ids.size() != 1, NotSupported, ids_name,
+                      "selects " << ids.size() << " GPUs; Kokkos drives one GPU per process, so give exactly one "
+                                 "ordinal per process (launch one process per GPU)");
+      DARRAY_THROW_IF(ids[0] >= visible, InvalidArgument, ids_name,
+                      "GPU " << ids[0] << " requested but only " << visible << " GPU(s) are visible (ordinals 0.."
+                             << visible - 1 << ")");
+      s.gpu_ordinal = ids[0];
+    }
+    s.backend = backend.empty() ? (nccl_compiled() ? "nccl" : "mpi") : backend;
+  } else {
+    DARRAY_THROW_IF(!ids.empty(), NotSupported, ids_name,
+                    "selects GPU ordinals, but this build runs host devices only (Kokkos without a GPU backend); "
+                    "use DARRAY_HOST_DEVICE_COUNT to choose the number of host devices");
+    DARRAY_THROW_IF(backend == "nccl", NotSupported, "DARRAY_BACKEND",
+                    "\"nccl\" requested, but " << (nccl_compiled() ? "this build's Kokkos has no GPU backend, so arrays live in host memory that NCCL cannot use"
+                                                                   : "libdarray was built without NCCL (DARRAY_HAS_NCCL unset)")
+                                               << "; use \"mpi\"");
+    s.backend = "mpi";
+  }
+  return s;
+}
+
+}  // namespace detail
+
+class Environment {
+public:
+  Environment() : Environment(nullptr, nullptr, EnvironmentOptions{}) {}
+  explicit Environment(const EnvironmentOptions& options) : Environment(nullptr, nullptr, options) {}
+  Environment(int& argc, char**& argv, const EnvironmentOptions& options = {}) : Environment(&argc, &argv, options) {}
+
+  Environment(const Environment&) = delete;
+  Environment& operator=(const Environment&) = delete;
+
+  ~Environment() {
+    auto& s = detail::state();
+    // Cached communicators and plans go first: they hold MPI and Kokkos resources.
+    while (!s.finalizers.empty()) {
+      auto fn = std::move(s.finalizers.back());
+      s.finalizers.pop_back();
+      try {
+        fn();
+      } catch (...) {
+      }
+    }
+    if (m_kokkos_owned && Kokkos::is_initialized()) Kokkos::finalize();
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized && s.comm != MPI_COMM_NULL) MPI_Comm_free(&s.comm);
+    s = detail::RuntimeState{};
+    if (m_mpi_owned && !finalized) MPI_Finalize();
+  }
+
+  bool owns_mpi() const { return m_mpi_owned; }
+  bool owns_kokkos() const { return m_kokkos_owned; }
+
+private:
+  Environment(int* argc, char*** argv, const EnvironmentOptions& options) {
+    auto& s = detail::state();
+    DARRAY_THROW_IF(s.active, InvalidArgument, "Environment",
+                    "an Environment is already active in this process; create exactly one (usually at the top of main)");
+    int initialized = 0;
+    DARRAY_MPI_CHECK(MPI_Initialized(&initialized));
+    if (!initialized) {
+      DARRAY_MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &s.thread_level));
+      m_mpi_owned = true;
+    } else {
+      DARRAY_MPI_CHECK(MPI_Query_thread(&s.thread_level));
+    }
+    try {
+      start(options);
+    } catch (...) {
+      s = detail::RuntimeState{};
+      if (m_kokkos_owned && Kokkos::is_initialized()) Kokkos::finalize();
+      if (m_mpi_owned) MPI_Finalize();
+      throw;
+    }
+  }
+
+  void start(const EnvironmentOptions& options) {
+    auto& s = detail::state();
+    DARRAY_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &s.comm));
+    // MPI errors come back as codes and become darray::MpiError instead of aborting the job.
+    DARRAY_MPI_CHECK(MPI_Comm_set_errhandler(s.comm, MPI_ERRORS_RETURN));
+    DARRAY_MPI_CHECK(MPI_Comm_rank(s.comm, &s.rank));
+    DARRAY_MPI_CHECK(MPI_Comm_size(s.comm, &s.size));
+    detail::log_rank_ref() = s.rank;
+    MPI_Comm node = MPI_COMM_NULL;
+    DARRAY_MPI_CHECK(MPI_Comm_split_type(s.comm, MPI_COMM_TYPE_SHARED, s.rank, MPI_INFO_NULL, &node));
+    DARRAY_MPI_CHECK(MPI_Comm_rank(node, &s.local_rank));
+    DARRAY_MPI_CHECK(MPI_Comm_size(node, &s.local_size));
+    DARRAY_MPI_CHECK(MPI_Comm_free(&node));
+
+    // Everything read from this process's environment is checked on every process before any collective that
+    // depends on it, so a malformed value on one rank fails all ranks alike.
+    detail::LocalSetup setup;
+    detail::run_agreed(s.comm, [&] {
+      detail::log_level_ref() = detail::parse_log_level();
+      s.launcher = detect_launcher();
+      setup = detail::resolve_local_setup(options, s.local_rank);
+    });
+    if (s.launcher.kind != LauncherKind::none) {
+      if (s.launcher.rank >= 0 && s.launcher.rank != s.rank)
+        DARRAY_LOG(warn, "launcher " << to_string(s.launcher.kind) << " says rank " << s.launcher.rank << " but MPI says "
+                                     << s.rank << "; using MPI's");
+      if (s.launcher.local_rank >= 0 && s.launcher.local_rank != s.local_rank)
+        DARRAY_LOG(warn, "launcher " << to_string(s.launcher.kind) << " says local rank " << s.launcher.local_rank
+                                     << " but MPI_Comm_split_type(SHARED) says " << s.local_rank);
+    }
+
+    detail::run_agreed(s.comm, [&] { m_kokkos_owned = detail::kokkos_initialize_if_needed(setup.gpu_ordinal); });
+
+    // Backends must agree: a mixed job cannot exchange data.
+    int nccl_mine = setup.backend == "nccl" ? 1 : 0, nccl_min = 0, nccl_max = 0;
+    DARRAY_MPI_CHECK(MPI_Allreduce(&nccl_mine, &nccl_min, 1, MPI_INT, MPI_MIN, s.comm));
+    DARRAY_MPI_CHECK(MPI_Allreduce(&nccl_mine, &nccl_max, 1, MPI_INT, MPI_MAX, s.comm));
+    DARRAY_THROW_IF(nccl_min != nccl_max, InvalidArgument, "Environment",
+                    "processes chose different backends (some \"nccl\", some \"mpi\"); set DARRAY_BACKEND alike on all");
+    s.backend = setup.backend;
+    s.device_kind = setup.kind;
+    s.host_device_count = setup.device_count;
+
+    std::vector<int> counts(static_cast<std::size_t>(s.size));
+    DARRAY_MPI_CHECK(MPI_Allgather(&setup.device_count, 1, MPI_INT, counts.data(), 1, MPI_INT, s.comm));
+    std::vector<int> ordinals(static_cast<std::size_t>(s.size));
+    DARRAY_MPI_CHECK(MPI_Allgather(&setup.gpu_ordinal, 1, MPI_INT, ordinals.data(), 1, MPI_INT, s.comm));
+    s.devices = make_device_table(counts, setup.kind);
+    for (Device& d : s.devices) {
+      d.gpu_ordinal = setup.kind == DeviceKind::cuda ? ordinals[static_cast<std::size_t>(d.process_index)] : -1;
+      if (d.process_index == s.rank) s.local_devices.push_back(d);
+    }
+    s.active = true;
+    DARRAY_LOG(info, "process " << s.rank << "/" << s.size << " launcher " << to_string(s.launcher.kind) << " local rank "
+                                << s.local_rank << " backend " << s.backend << " devices " << s.local_devices);
+  }
+
+  bool m_mpi_owned = false;
+  bool m_kokkos_owned = false;
+};
+
+inline int process_index() { return detail::active_state("process_index").rank; }
+inline int process_count() { return detail::active_state("process_count").size; }
+inline std::vector<Device> devices() { return detail::active_state("devices").devices; }
+inline std::vector<Device> local_devices() { return detail::active_state("local_devices").local_devices; }
+inline int device_count() { return static_cast<int>(detail::active_state("device_count").devices.size()); }
+inline int local_device_count() { return static_cast<int>(detail::active_state("local_device_count").local_devices.size()); }
+// This process's rank among the processes of its node (MPI_COMM_TYPE_SHARED).
+inline int local_process_index() { return detail::active_state("local_process_index").local_rank; }
+inline int local_process_count() { return detail::active_state("local_process_count").local_size; }
+// "mpi" or "nccl": the transport redistribution and collectives use.
+inline const std::string& backend() { return detail::active_state("backend").backend; }
+// What the launcher's environment variables said about this process.
+inline const LauncherInfo& launcher() { return detail::active_state("launcher").launcher; }
+
+// Blocks until every process arrives (sync_global_devices): fences this process's devices first.
+inline void barrier() {
+  const auto& s = detail::active_state("barrier");
+  Kokkos::fence();
+  DARRAY_MPI_CHECK(MPI_Barrier(s.comm));
+}
+
+}  // namespace darray
