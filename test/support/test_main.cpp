@@ -65,6 +65,8 @@ int main(int argc, char** argv) {
     if (rc != 0) {
       failed = rc;
     } else {
+      // Open MPI hands ranks a pseudo-terminal, so Catch would colour logs that end up in files.
+      session.configData().useColour = Catch::UseColour::No;
       std::string report;
       if (rank != 0) {
         report = "/tmp/darray-test-" + std::to_string(getpid()) + "-p" + std::to_string(rank) + ".txt";

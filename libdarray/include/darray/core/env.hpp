@@ -62,7 +62,13 @@ inline std::vector<int> parse_int_list(const std::string& what, const std::strin
   std::vector<int> out;
   DARRAY_THROW_IF(trim(text).empty(), InvalidArgument, what, "invalid value \"" << text << "\"; expected " << accepted);
   for (const std::string& part : split(text, ',')) {
-    const int v = static_cast<int>(parse_int(what, part, lo, hi, accepted));
+    int v = 0;
+    try {
+      v = static_cast<int>(parse_int(what, part, lo, hi, accepted));
+    } catch (const InvalidArgument&) {
+      DARRAY_THROW(InvalidArgument, what,
+                   "invalid value \"" << text << "\": entry \"" << part << "\" is not accepted; expected " << accepted);
+    }
     for (int seen : out)
       DARRAY_THROW_IF(seen == v, InvalidArgument, what,
                       "invalid value \"" << text << "\": " << v << " appears twice; expected " << accepted);

@@ -142,6 +142,7 @@ private:
     try {
       start(options);
     } catch (...) {
+      if (s.comm != MPI_COMM_NULL) MPI_Comm_free(&s.comm);
       s = detail::RuntimeState{};
       if (m_kokkos_owned && Kokkos::is_initialized()) Kokkos::finalize();
       if (m_mpi_owned) MPI_Finalize();

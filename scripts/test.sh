@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Installs dependencies, configures, builds and runs the whole test suite (ctest). Usage: scripts/test.sh [build-dir]
+# Extra ctest arguments can be passed in CTEST_ARGS, e.g. CTEST_ARGS="-R sharding".
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+"$here/install-deps.sh"
+# shellcheck source=env.sh
+source "$here/env.sh"
+build=${1:-$DARRAY_ROOT/build}
+cmake -S "$DARRAY_ROOT" -B "$build" -DCMAKE_BUILD_TYPE=Release -DDARRAY_BUILD_TESTS=ON
+cmake --build "$build" -j "$DARRAY_JOBS"
+cd "$build"
+# shellcheck disable=SC2086
+ctest --output-on-failure -j "$DARRAY_JOBS" ${CTEST_ARGS:-}

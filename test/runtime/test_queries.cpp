@@ -1,0 +1,62 @@
+#include <catch2/catch.hpp>
+#include <cstdlib>
+
+#include "darray/darray.hpp"
+#include "mpi_test.hpp"
+
+using darray::testing::all_ok;
+
+TEST_CASE("device table is dense, process-major and identical everywhere") {
+  const int np = darray::process_count();
+  const int me = darray::process_index();
+  const int per = static_cast<int>(darray::detail::env_int("DARRAY_HOST_DEVICE_COUNT", 1, 1, 4096, "count"));
+  const auto all = darray::devices();
+  const auto mine = darray::local_devices();
+  bool ok = darray::device_count() == np * per && darray::local_device_count() == per &&
+            static_cast<int>(all.size()) == np * per && static_cast<int>(mine.size()) == per;
+  for (std::size_t i = 0; ok && i < all.size(); ++i) {
+    ok = all[i].id == static_cast<int>(i) && all[i].process_index == static_cast<int>(i) / per &&
+         all[i].local_index == static_cast<int>(i) % per && all[i].kind == darray::DeviceKind::cpu;
+  }
+  for (std::size_t l = 0; ok && l < mine.size(); ++l) ok = mine[l] == all[static_cast<std::size_t>(me * per) + l];
+  // Every process holds the same table: compare a checksum.
+  long long sum = 0;
+  for (const auto& d : all) sum = sum * 31 + d.id * 7 + d.process_index * 3 + d.local_index;
+  long long lo = 0, hi = 0;
+  MPI_Allreduce(&sum, &lo, 1, MPI_LONG_LONG, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(&sum, &hi, 1, MPI_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
+  REQUIRE(all_ok(ok && lo == hi));
+}
+
+TEST_CASE("process queries agree with MPI") {
+  int rank = 0, size = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  REQUIRE(all_ok(darray::process_index() == rank && darray::process_count() == size));
+  REQUIRE(all_ok(darray::local_process_index() >= 0 && darray::local_process_index() < darray::local_process_count()));
+  REQUIRE(all_ok(darray::backend() == "mpi"));
+  // Under mpiexec the launcher is Open MPI, and its ranks agree with MPI's.
+  const auto& l = darray::launcher();
+  REQUIRE(all_ok(l.kind == darray::LauncherKind::openmpi && l.rank == rank && l.size == size &&
+                 l.local_rank == darray::local_process_index()));
+}
+
+TEST_CASE("devices print as JAX prints them") {
+  darray::Device d{5, 1, 1, darray::DeviceKind::cpu, -1};
+  CHECK(darray::to_string(d) == "cpu(id=5)");
+  darray::Device g{3, 3, 0, darray::DeviceKind::cuda, 0};
+  CHECK(darray::to_string(g) == "cuda(id=3)");
+  std::ostringstream os;
+  os << std::vector<darray::Device>{d, g};
+  CHECK(os.str() == "[cpu(id=5), cuda(id=3)]");
+  const auto table = darray::make_device_table({2, 0, 3});
+  REQUIRE(table.size() == 5);
+  CHECK(table[2].process_index == 2);
+  CHECK(table[2].local_index == 0);
+  CHECK(table[4].id == 4);
+}
+
+TEST_CASE("barrier completes on every process") {
+  for (int i = 0; i < 3; ++i) darray::barrier();
+  REQUIRE(all_ok(true));
+}
