@@ -6,3 +6,8 @@
 #include "darray/core/partition.hpp"
 #include "darray/runtime/device.hpp"
 #include "darray/runtime/environment.hpp"
+#include "darray/sharding/partition_spec.hpp"
+#include "darray/sharding/mesh.hpp"
+#include "darray/sharding/named_sharding.hpp"
+#include "darray/sharding/make_mesh.hpp"
+#include "darray/sharding/visualize.hpp"

@@ -1,0 +1,132 @@
+// PartitionSpec: how each leading array dim is split over mesh axes, as jax.sharding.PartitionSpec. One entry per
+// dim: no axes (replicated), one axis, or several axes major-first. Built in C++ as P{"x", none, axes("y", "z")}
+// or parsed from JAX's spelling with PartitionSpec::parse("P('x', None, ('y', 'z'))").
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <initializer_list>
+#include <ostream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "darray/core/error.hpp"
+#include "darray/core/index.hpp"
+#include "darray/sharding/detail/names.hpp"
+#include "darray/sharding/detail/spec_parser.hpp"
+
+namespace darray {
+
+// The spec entry of a replicated dim (Python's None).
+struct none_t {};
+inline constexpr none_t none{};
+
+// One PartitionSpec entry; converts implicitly from an axis name, `none`, or axes("y", "z").
+class SpecEntry {
+public:
+  SpecEntry(none_t) {}
+  SpecEntry(const char* axis) : m_axes{std::string(axis)} {}
+  SpecEntry(std::string axis) : m_axes{std::move(axis)} {}
+  explicit SpecEntry(std::vector<std::string> axes) : m_axes(std::move(axes)) {}
+  const std::vector<std::string>& axes() const { return m_axes; }
+
+private:
+  std::vector<std::string> m_axes;
+};
+
+// Several mesh axes on one dim, the first one most significant: P(axes("y", "z")) is JAX's P(('y', 'z')).
+// axes() with no names is a replicated dim, like JAX's ().
+template <class... Names>
+SpecEntry axes(Names&&... names) {
+  return SpecEntry(std::vector<std::string>{std::string(std::forward<Names>(names))...});
+}
+
+class PartitionSpec {
+public:
+  using Entry = std::vector<std::string>;  // empty = replicated
+
+  PartitionSpec() = default;  // fully replicated
+  PartitionSpec(std::initializer_list<SpecEntry> entries) {
+    m_entries.reserve(entries.size());
+    for (const SpecEntry& e : entries) m_entries.push_back(e.axes());
+    validate();
+  }
+  explicit PartitionSpec(std::vector<Entry> entries) : m_entries(std::move(entries)) { validate(); }
+
+  // Accepts JAX's spelling with or without the P(...) / PartitionSpec(...) wrapper and with or without quotes:
+  // "x, None, (y, z)", "P('x', None, ('y','z'))", "PartitionSpec('a', 'b')", "a,b", "" (fully replicated).
+  static PartitionSpec parse(const std::string& text) { return PartitionSpec(detail::parse_spec_entries(text)); }
+
+  std::size_t size() const { return m_entries.size(); }
+  bool empty() const { return m_entries.empty(); }
+  const Entry& operator[](std::size_t dim) const { return m_entries[dim]; }
+  const std::vector<Entry>& entries() const { return m_entries; }
+
+  // "PartitionSpec('x', None, ('y', 'z'))", as JAX prints it; parse() reads it back.
+  std::string to_string() const {
+    std::string out = "PartitionSpec(";
+    for (std::size_t d = 0; d < m_entries.size(); ++d) {
+      if (d) out += ", ";
+      const Entry& e = m_entries[d];
+      if (e.empty()) {
+        out += "None";
+      } else if (e.size() == 1) {
+        out += detail::python_repr(e[0]);
+      } else {
+        out += "(";
+        for (std::size_t k = 0; k < e.size(); ++k) out += (k ? ", " : "") + detail::python_repr(e[k]);
+        out += ")";
+      }
+    }
+    return out + ")";
+  }
+
+  // Structural, as JAX compares specs: P("x") and P("x", none) differ (the second rejects rank-1 arrays).
+  friend bool operator==(const PartitionSpec& a, const PartitionSpec& b) { return a.m_entries == b.m_entries; }
+  friend bool operator!=(const PartitionSpec& a, const PartitionSpec& b) { return !(a == b); }
+
+private:
+  // Checks that need no mesh, so a bad spec fails where it is written, not where it is first used.
+  void validate() const {
+    for (std::size_t d = 0; d < m_entries.size(); ++d) {
+      for (std::size_t k = 0; k < m_entries[d].size(); ++k) {
+        const std::string& name = m_entries[d][k];
+        DARRAY_THROW_IF(name.empty(), InvalidArgument, "PartitionSpec",
+                        "empty axis name in dim " << d << " of " << to_string() << "; expected a mesh axis name");
+        for (std::size_t e = 0; e <= d; ++e) {
+          const std::size_t stop = e == d ? k : m_entries[e].size();
+          for (std::size_t j = 0; j < stop; ++j) {
+            DARRAY_THROW_IF(m_entries[e][j] == name, InvalidArgument, "PartitionSpec",
+                            "mesh axis \"" << name << "\" is used twice in " << to_string() << " ("
+                                           << (e == d ? "both in dim " + std::to_string(d)
+                                                      : "dims " + std::to_string(e) + " and " + std::to_string(d))
+                                           << "); a mesh axis may shard at most one dim, once");
+          }
+        }
+      }
+    }
+  }
+
+  std::vector<Entry> m_entries;
+};
+
+using P = PartitionSpec;
+
+inline std::ostream& operator<<(std::ostream& os, const PartitionSpec& spec) { return os << spec.to_string(); }
+
+}  // namespace darray
+
+template <>
+struct std::hash<darray::PartitionSpec> {
+  std::size_t operator()(const darray::PartitionSpec& spec) const noexcept {
+    std::size_t h = spec.size();
+    for (const auto& entry : spec.entries()) {
+      // The entry length keeps P(("x", "y")) apart from P("x", "y").
+      darray::detail::hash_combine(h, entry.size());
+      for (const auto& axis : entry) darray::detail::hash_combine(h, std::hash<std::string>{}(axis));
+    }
+    return h;
+  }
+};
+
