@@ -1,0 +1,93 @@
+// Kokkos plumbing of the array layer: the rank-N LayoutRight view type of a shard, allocation from a Shape, and
+// copies of whole contiguous blocks between host memory and a view in any memory space (one memcpy or
+// cudaMemcpy each, since both sides are LayoutRight and contiguous).
+#pragma once
+
+#include <Kokkos_Core.hpp>
+#include <cstddef>
+#include <string>
+#include <utility>
+
+#include "darray/core/index.hpp"
+
+namespace darray {
+namespace detail {
+
+// T, T*, T**, ... : Kokkos' data type of a rank-N view.
+template <class T, int N>
+struct ViewDataType {
+  using type = typename ViewDataType<T, N - 1>::type*;
+};
+template <class T>
+struct ViewDataType<T, 0> {
+  using type = T;
+};
+
+template <class T, int N, class MemorySpace>
+using ShardView = Kokkos::View<typename ViewDataType<T, N>::type, Kokkos::LayoutRight, MemorySpace>;
+
+// A view over host memory the array layer owns (staging buffers, user vectors): no allocation, no reference count.
+template <class T, int N>
+using HostUnmanagedView = Kokkos::View<typename ViewDataType<T, N>::type, Kokkos::LayoutRight, Kokkos::HostSpace,
+                                       Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+
+// Whether the host may read and write MemorySpace directly (HostSpace, CudaUVMSpace, CudaHostPinnedSpace): then
+// blocks are copied straight into view.data() without an intermediate host buffer.
+template <class MemorySpace>
+inline constexpr bool host_accessible_v = Kokkos::SpaceAccessibility<Kokkos::HostSpace, MemorySpace>::accessible;
+
+template <class View, std::size_t... I>
+View allocate_view_impl(const std::string& label, const Shape& shape, bool initialize, std::index_sequence<I...>) {
+  (void)shape;  // unused for rank 0
+  if (initialize) return View(label, static_cast<std::size_t>(shape[I])...);
+  return View(Kokkos::view_alloc(label, Kokkos::WithoutInitializing), static_cast<std::size_t>(shape[I])...);
+}
+
+// A view of exactly `shape`; `initialize` = false skips Kokkos' zero fill for views a factory overwrites anyway.
+template <class T, int N, class MemorySpace>
+ShardView<T, N, MemorySpace> allocate_view(const std::string& label, const Shape& shape, bool initialize) {
+  return allocate_view_impl<ShardView<T, N, MemorySpace>>(label, shape, initialize, std::make_index_sequence<N>{});
+}
+
+template <class T, int N, class View, std::size_t... I>
+HostUnmanagedView<T, N> host_view_like_impl(T* data, const View& like, std::index_sequence<I...>) {
+  (void)like;
+  return HostUnmanagedView<T, N>(data, like.extent(I)...);
+}
+
+// An unmanaged host view over `data` with the extents of `like`.
+template <class T, int N, class View>
+HostUnmanagedView<T, N> host_view_like(T* data, const View& like) {
+  return host_view_like_impl<T, N>(data, like, std::make_index_sequence<N>{});
+}
+
+template <class View, std::size_t... I>
+Shape view_shape_impl(const View& v, std::index_sequence<I...>) {
+  (void)v;
+  return Shape{static_cast<int64_t>(v.extent(I))...};
+}
+
+// The extents of a rank-N view as a Shape.
+template <int N, class View>
+Shape view_shape(const View& v) {
+  return view_shape_impl(v, std::make_index_sequence<N>{});
+}
+
+// dst (contiguous, LayoutRight) <- the row-major block at src. deep_copy fences, so dst is ready on return.
+template <int N, class View>
+void copy_host_to_view(const typename View::non_const_value_type* src, const View& dst) {
+  if (dst.size() == 0) return;
+  using T = typename View::non_const_value_type;
+  Kokkos::deep_copy(dst, host_view_like<const T, N>(src, dst));
+}
+
+// The row-major block at dst <- src (contiguous, LayoutRight).
+template <int N, class View>
+void copy_view_to_host(const View& src, typename View::non_const_value_type* dst) {
+  if (src.size() == 0) return;
+  using T = typename View::non_const_value_type;
+  Kokkos::deep_copy(host_view_like<T, N>(dst, src), src);
+}
+
+}  // namespace detail
+}  // namespace darray
