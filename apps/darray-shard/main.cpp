@@ -74,7 +74,8 @@ int run(const std::string& mesh_text, const std::string& axes_text, const std::s
                             << " (each process owns at least one device)");
   // Devices spread over the processes as evenly as possible, the first processes taking one more.
   std::vector<int> counts;
-  for (int p = 0; p < processes; ++p) counts.push_back(static_cast<int>(darray::block_size(device_count, processes, p)));
+  for (int p = 0; p < processes; ++p)
+    counts.push_back(static_cast<int>(darray::block_size(device_count, processes, p)));
   const darray::Mesh mesh(darray::make_device_table(counts, gpu ? darray::DeviceKind::cuda : darray::DeviceKind::cpu),
                           mesh_shape, parse_names(axes_text));
   const darray::NamedSharding sharding(mesh, darray::PartitionSpec::parse(spec_text));
@@ -86,8 +87,8 @@ int run(const std::string& mesh_text, const std::string& axes_text, const std::s
             << processes << (processes == 1 ? " process" : " processes") << "\n"
             << "spec:    " << sharding.spec() << "\n"
             << "shape:   " << darray::shape_to_string(shape) << " in " << blocks << (blocks == 1 ? " block" : " blocks")
-            << " of at most " << darray::shape_to_string(sharding.shard_shape(shape)) << ", "
-            << sharding.num_replicas() << (sharding.num_replicas() == 1 ? " copy" : " copies") << " each"
+            << " of at most " << darray::shape_to_string(sharding.shard_shape(shape)) << ", " << sharding.num_replicas()
+            << (sharding.num_replicas() == 1 ? " copy" : " copies") << " each"
             << (sharding.is_fully_replicated() ? " (fully replicated)" : "") << "\n\n"
             << darray::sharding_table(sharding, shape);
   // Ranks 1 and 2 get a picture; for the others visualize_sharding would only repeat the table.
@@ -98,8 +99,9 @@ int run(const std::string& mesh_text, const std::string& axes_text, const std::s
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"darray-shard: show how a NamedSharding lays a global array out over a device mesh, offline (no MPI "
-               "launch needed). Prints each device's index box, shard shape and replica id, then a picture."};
+  CLI::App app{
+      "darray-shard: show how a NamedSharding lays a global array out over a device mesh, offline (no MPI "
+      "launch needed). Prints each device's index box, shard shape and replica id, then a picture."};
   std::string mesh_text, axes_text, spec_text, shape_text;
   int processes = 1;
   bool gpu = false;

@@ -37,7 +37,8 @@ TEST_CASE("make_mesh spans every device of the job in id order") {
   const int np = darray::process_count(), per = darray::local_device_count();
   const auto grid = darray::make_mesh({np, per}, {"proc", "local"});
   // Ids are process-major, so a (processes, local devices) mesh puts each process on one row.
-  for (const auto& d : grid.devices()) ok = ok && grid.coords(d) == std::vector<int64_t>{d.process_index, d.local_index};
+  for (const auto& d : grid.devices())
+    ok = ok && grid.coords(d) == std::vector<int64_t>{d.process_index, d.local_index};
   std::vector<int> processes;
   for (int p = 0; p < np; ++p) processes.push_back(p);
   ok = ok && grid.process_indices() == processes;
@@ -83,8 +84,8 @@ TEST_CASE("make_mesh and NamedSharding errors are raised alike on every process"
   const int n = darray::device_count();
   const std::string want = "needs " + std::to_string(n + 1) + " devices but the job has " + std::to_string(n);
   DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, darray::make_mesh({n + 1}, {"x"}), "darray::make_mesh: ", want.c_str());
-  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, darray::make_mesh({n, 0}, {"x", "y"}), "darray::Mesh: ",
-                            "axis \"y\" has size 0");
+  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, darray::make_mesh({n, 0}, {"x", "y"}),
+                            "darray::Mesh: ", "axis \"y\" has size 0");
   DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, darray::make_mesh({n}, {"x", "y"}), "1-d mesh shape");
   const auto mesh = darray::make_mesh({n}, {"x"});
   DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, NamedSharding(mesh, P{"y"}),

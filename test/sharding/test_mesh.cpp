@@ -84,8 +84,9 @@ TEST_CASE("Mesh: coords are found by id on a 65,536-device mesh") {
 
 TEST_CASE("Mesh: bad shapes, names and devices are errors naming the value") {
   const auto devices = make_device_table({8});
-  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, Mesh(devices, {4, 2}, {"x"}), "darray::Mesh: ",
-                            "1 axis names (\"x\") given for a 2-d mesh shape 4x2", "one name per axis");
+  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, Mesh(devices, {4, 2}, {"x"}),
+                            "darray::Mesh: ", "1 axis names (\"x\") given for a 2-d mesh shape 4x2",
+                            "one name per axis");
   DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, Mesh(devices, {3, 2}, {"x", "y"}),
                             "mesh shape 3x2 has 6 positions but 8 devices were given");
   DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, Mesh(devices, {8, 2}, {"x", "y"}),
@@ -94,8 +95,7 @@ TEST_CASE("Mesh: bad shapes, names and devices are errors naming the value") {
                             "has over 2^63 positions but 8 devices");
   DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, Mesh(devices, {4, 2}, {"x", "x"}),
                             "axis name \"x\" appears twice in (\"x\", \"x\")", "must be distinct");
-  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, Mesh(devices, {4, 2}, {"x", ""}),
-                            "axis name 1 of (\"x\", \"\") is empty");
+  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, Mesh(devices, {4, 2}, {"x", ""}), "axis name 1 of (\"x\", \"\") is empty");
   DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, Mesh(devices, {8, 0}, {"x", "y"}),
                             "axis \"y\" has size 0 in mesh shape 8x0", "must be >= 1");
   DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, Mesh(devices, {-8, -1}, {"x", "y"}), "axis \"x\" has size -8");
@@ -109,13 +109,11 @@ TEST_CASE("Mesh: bad shapes, names and devices are errors naming the value") {
                             "darray::Mesh: mesh axis \"z\" not found; mesh axes are (\"x\", \"y\")");
   DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, mesh.axis_position("z"), "mesh axis \"z\" not found");
   const Device stranger{8, 1, 0};
-  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, mesh.coords(stranger),
-                            "device cpu(id=8) is not in Mesh('x': 4, 'y': 2)");
+  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, mesh.coords(stranger), "device cpu(id=8) is not in Mesh('x': 4, 'y': 2)");
   // Same id, but another process's device: a device of another table, not this mesh's.
   const Device impostor{3, 1, 0};
   DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, mesh.position(impostor), "device cpu(id=3) is not in");
-  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, mesh.device_at({4, 0}),
-                            "coordinate 4 along axis \"x\" is outside [0, 4)");
+  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, mesh.device_at({4, 0}), "coordinate 4 along axis \"x\" is outside [0, 4)");
   DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, mesh.device_at({1}), "device_at got 1 coordinates for the 2-d");
 }
 

@@ -206,7 +206,8 @@ TEST_CASE("NamedSharding: errors name the bad value and what was expected") {
   DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, s.check_shape({-1, 4, 4}), "negative dim 0 (-1)");
   DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, s.addressable_devices_indices_map({4}, 0), "has rank 1");
   const Device stranger{9, 2, 0};
-  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, s.index({8, 8}, stranger), "device cpu(id=9) is not in Mesh('x': 4, 'y': 2)");
+  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, s.index({8, 8}, stranger),
+                            "device cpu(id=9) is not in Mesh('x': 4, 'y': 2)");
   DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, s.replica_id(stranger), "device cpu(id=9) is not in");
   DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, s.part_index(stranger, 0), "device cpu(id=9) is not in");
   DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, s.replica_devices({1}), "replica_devices got 1 part indices",

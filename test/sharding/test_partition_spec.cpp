@@ -30,6 +30,10 @@ TEST_CASE("PartitionSpec: entries from names, none and axes()") {
   CHECK(P{std::string("a"), axes()}.entries() == Entries{{"a"}, {}});  // axes() is a replicated dim, like JAX's ()
   CHECK(PartitionSpec(Entries{{"a", "b"}}) == P{axes("a", "b")});
   CHECK(P{axes("x")} == P{"x"});
+  // JAX's call spelling with parentheses builds the same specs.
+  CHECK(P("x", none, axes("y", "z")) == spec);
+  CHECK(P("a") == P{"a"});
+  CHECK(PartitionSpec(none, std::string("b")).entries() == Entries{{}, {"b"}});
 }
 
 TEST_CASE("PartitionSpec::parse accepts JAX's spellings") {
@@ -60,8 +64,8 @@ TEST_CASE("PartitionSpec::parse accepts JAX's spellings") {
 }
 
 TEST_CASE("PartitionSpec: to_string reads back through parse") {
-  for (const P& spec : {P{}, P{"x"}, P{none, "x"}, P{"x", none, axes("y", "z")}, P{axes("a", "b", "c"), none},
-                        P{"it's", "dp-0"}}) {
+  for (const P& spec :
+       {P{}, P{"x"}, P{none, "x"}, P{"x", none, axes("y", "z")}, P{axes("a", "b", "c"), none}, P{"it's", "dp-0"}}) {
     INFO(spec.to_string());
     CHECK(PartitionSpec::parse(spec.to_string()) == spec);
   }
@@ -94,10 +98,8 @@ TEST_CASE("PartitionSpec: an axis used twice or an empty name is rejected where 
   DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, (P{"x", none, "x"}), "darray::PartitionSpec: ",
                             "mesh axis \"x\" is used twice in PartitionSpec('x', None, 'x') (dims 0 and 2)",
                             "at most one dim");
-  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, (P{axes("y", "y")}), "mesh axis \"y\" is used twice",
-                            "(both in dim 0)");
-  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, (P{"x", ""}), "empty axis name in dim 1",
-                            "expected a mesh axis name");
+  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, (P{axes("y", "y")}), "mesh axis \"y\" is used twice", "(both in dim 0)");
+  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, (P{"x", ""}), "empty axis name in dim 1", "expected a mesh axis name");
   DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, PartitionSpec(Entries{{"a"}, {"b", "a"}}), "\"a\" is used twice");
 }
 
@@ -109,7 +111,14 @@ TEST_CASE("PartitionSpec: equality is structural and hashing agrees with it") {
   CHECK(P{none} != P{});
   const std::hash<PartitionSpec> h;
   CHECK(h(P{"x", none, axes("y", "z")}) == h(PartitionSpec::parse("x, None, (y, z)")));
-  std::unordered_set<PartitionSpec> set{P{}, P{none}, P{"x"}, P{"x", none}, P{axes("x", "y")}, P{"x", "y"},
-                                        P{"y", "x"}, P{"x"}, PartitionSpec::parse("x,")};
+  std::unordered_set<PartitionSpec> set{P{},
+                                        P{none},
+                                        P{"x"},
+                                        P{"x", none},
+                                        P{axes("x", "y")},
+                                        P{"x", "y"},
+                                        P{"y", "x"},
+                                        P{"x"},
+                                        PartitionSpec::parse("x,")};
   CHECK(set.size() == 7);
 }

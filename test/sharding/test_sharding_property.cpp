@@ -98,15 +98,16 @@ TEST_CASE("NamedSharding property: replica 0 tiles the array once, replicas agre
       for (std::size_t d = 0; d < rank; ++d) {
         int64_t p = 0;
         if (d < c.spec.size())
-          for (const auto& axis : c.spec[d]) p = p * c.mesh.axis_size(axis) + coords[static_cast<std::size_t>(c.mesh.axis_position(axis))];
+          for (const auto& axis : c.spec[d])
+            p = p * c.mesh.axis_size(axis) + coords[static_cast<std::size_t>(c.mesh.axis_position(axis))];
         REQUIRE(s.part_index(device, static_cast<int>(d)) == p);
         parts[d] = p;
         // Balanced blocks: sizes n/k or n/k + 1, never larger than the first block (JAX's shard_shape).
-        const int64_t n = c.shape[d], k = s.num_parts(static_cast<int>(d));
+        const int64_t n = c.shape[d], parts_of_dim = s.num_parts(static_cast<int>(d));
         REQUIRE(index[d].start >= 0);
         REQUIRE(index[d].stop <= n);
         REQUIRE(index[d].start <= index[d].stop);
-        REQUIRE(index[d].size() >= n / k);
+        REQUIRE(index[d].size() >= n / parts_of_dim);
         REQUIRE(index[d].size() <= s.shard_shape(c.shape)[d]);
       }
       const int64_t replica = s.replica_id(device);
@@ -134,8 +135,7 @@ TEST_CASE("NamedSharding property: replica 0 tiles the array once, replicas agre
     REQUIRE(s.is_fully_replicated() == (blocks == 1));
     for (auto& [parts, group] : holders) {
       REQUIRE(static_cast<int64_t>(group.size()) == s.num_replicas());
-      std::sort(group.begin(), group.end(),
-                [](const auto& x, const auto& y) { return x.first < y.first; });
+      std::sort(group.begin(), group.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
       std::vector<Device> expected;
       for (std::size_t r = 0; r < group.size(); ++r) {
         REQUIRE(group[r].first == static_cast<int64_t>(r));  // replica ids 0..num_replicas-1, once each

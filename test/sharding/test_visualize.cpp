@@ -104,8 +104,8 @@ TEST_CASE("visualize_sharding: 1-D golden pictures, GPU labels, uneven and repli
 TEST_CASE("visualize_sharding: the picture stays within its bounds, one text row per block row at least") {
   const Mesh mesh(make_device_table({16}), {16}, {"x"});
   // A wide array is capped at max_width.
-  const auto wide = lines(visualize_sharding(NamedSharding(Mesh(make_device_table({4}), {4}, {"x"}), P{none, "x"}),
-                                             {4, 100000}));
+  const auto wide =
+      lines(visualize_sharding(NamedSharding(Mesh(make_device_table({4}), {4}, {"x"}), P{none, "x"}), {4, 100000}));
   for (const auto& line : wide) CHECK(display_width(line) == 77);  // 4 columns of 75 / 4 characters, 5 borders
   const auto narrow = lines(visualize_sharding(NamedSharding(Mesh(make_device_table({2}), {2}, {"x"}), P{"x"}),
                                                {4, 100000}, darray::VisualizeOptions{40, 6}));

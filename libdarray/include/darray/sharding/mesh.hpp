@@ -25,16 +25,16 @@ struct MeshData {
   std::vector<Device> devices;  // row-major mesh order
   Shape shape;
   std::vector<std::string> axis_names;
-  Shape strides;                                  // row-major, in devices
-  std::unordered_map<int, int64_t> position_of;   // device id -> position in `devices`
-  std::vector<int> process_indices;               // sorted, distinct
+  Shape strides;                                 // row-major, in devices
+  std::unordered_map<int, int64_t> position_of;  // device id -> position in `devices`
+  std::vector<int> process_indices;              // sorted, distinct
   std::size_t hash = 0;
 };
 
 }  // namespace detail
 
 class Mesh {
-public:
+ public:
   // devices in row-major mesh order: devices[0] sits at (0, ..., 0), devices[1] at (0, ..., 1), ...
   Mesh(std::vector<Device> devices, std::vector<int64_t> shape, std::vector<std::string> axis_names) {
     auto data = std::make_shared<detail::MeshData>();
@@ -75,7 +75,9 @@ public:
                     "mesh axis \"" << name << "\" not found; mesh axes are " << detail::quoted_list(axis_names()));
     return pos;
   }
-  int64_t axis_size(const std::string& name) const { return m_data->shape[static_cast<std::size_t>(axis_position(name))]; }
+  int64_t axis_size(const std::string& name) const {
+    return m_data->shape[static_cast<std::size_t>(axis_position(name))];
+  }
   // -1 when the mesh has no such axis.
   int find_axis(const std::string& name) const {
     for (std::size_t a = 0; a < m_data->axis_names.size(); ++a)
@@ -148,15 +150,16 @@ public:
   }
   friend bool operator!=(const Mesh& a, const Mesh& b) { return !(a == b); }
 
-private:
+ private:
   static void validate(const std::vector<Device>& devices, const Shape& shape, const std::vector<std::string>& names) {
     DARRAY_THROW_IF(names.size() != shape.size(), InvalidArgument, "Mesh",
                     names.size() << " axis names " << detail::quoted_list(names) << " given for a " << shape.size()
                                  << "-d mesh shape " << shape_to_string(shape) << "; expected one name per axis");
     int64_t positions = 1;
     for (std::size_t a = 0; a < shape.size(); ++a) {
-      DARRAY_THROW_IF(names[a].empty(), InvalidArgument, "Mesh",
-                      "axis name " << a << " of " << detail::quoted_list(names) << " is empty; expected a non-empty name");
+      DARRAY_THROW_IF(
+          names[a].empty(), InvalidArgument, "Mesh",
+          "axis name " << a << " of " << detail::quoted_list(names) << " is empty; expected a non-empty name");
       for (std::size_t b = 0; b < a; ++b)
         DARRAY_THROW_IF(names[b] == names[a], InvalidArgument, "Mesh",
                         "axis name \"" << names[a] << "\" appears twice in " << detail::quoted_list(names)
@@ -170,8 +173,8 @@ private:
     DARRAY_THROW_IF(positions != static_cast<int64_t>(devices.size()), InvalidArgument, "Mesh",
                     "mesh shape " << shape_to_string(shape) << " has "
                                   << (positions == INT64_MAX ? std::string("over 2^63") : std::to_string(positions))
-                                  << " positions but "
-                                  << devices.size() << " devices were given; expected exactly one device per position");
+                                  << " positions but " << devices.size()
+                                  << " devices were given; expected exactly one device per position");
   }
 
   int64_t position_or_minus_one(const Device& d) const {

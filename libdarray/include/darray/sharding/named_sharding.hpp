@@ -36,7 +36,7 @@ struct ShardingData {
 }  // namespace detail
 
 class NamedSharding {
-public:
+ public:
   NamedSharding(Mesh mesh, PartitionSpec spec) {
     auto data = std::make_shared<detail::ShardingData>(std::move(mesh), std::move(spec));
     const Mesh& m = data->mesh;
@@ -85,7 +85,7 @@ public:
   // Number of blocks along an array dim: the product of its axis sizes; 1 beyond the spec.
   int64_t num_parts(int dim) const {
     return static_cast<std::size_t>(dim) < m_data->dim_parts.size() ? m_data->dim_parts[static_cast<std::size_t>(dim)]
-                                                                     : 1;
+                                                                    : 1;
   }
   // The block a device holds along an array dim: its mesh coordinates along the dim's axes as a mixed-radix
   // number, first axis most significant; 0 beyond the spec.
@@ -192,7 +192,9 @@ public:
   inline bool is_fully_addressable() const;
 
   // "NamedSharding(mesh=Mesh('x': 4), spec=PartitionSpec('x'))", as JAX prints it.
-  std::string to_string() const { return "NamedSharding(mesh=" + mesh().to_string() + ", spec=" + spec().to_string() + ")"; }
+  std::string to_string() const {
+    return "NamedSharding(mesh=" + mesh().to_string() + ", spec=" + spec().to_string() + ")";
+  }
 
   std::size_t hash() const { return m_data->hash; }
   // Structural, like the Mesh and PartitionSpec it is made of, so plans cached by sharding never mix layouts.
@@ -202,7 +204,7 @@ public:
   }
   friend bool operator!=(const NamedSharding& a, const NamedSharding& b) { return !(a == b); }
 
-private:
+ private:
   int64_t part_at(int64_t position, int dim) const {
     if (static_cast<std::size_t>(dim) >= m_data->dim_axes.size()) return 0;
     int64_t p = 0;

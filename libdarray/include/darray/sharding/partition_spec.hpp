@@ -8,6 +8,7 @@
 #include <initializer_list>
 #include <ostream>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -24,14 +25,14 @@ inline constexpr none_t none{};
 
 // One PartitionSpec entry; converts implicitly from an axis name, `none`, or axes("y", "z").
 class SpecEntry {
-public:
+ public:
   SpecEntry(none_t) {}
   SpecEntry(const char* axis) : m_axes{std::string(axis)} {}
   SpecEntry(std::string axis) : m_axes{std::move(axis)} {}
   explicit SpecEntry(std::vector<std::string> axes) : m_axes(std::move(axes)) {}
   const std::vector<std::string>& axes() const { return m_axes; }
 
-private:
+ private:
   std::vector<std::string> m_axes;
 };
 
@@ -43,7 +44,7 @@ SpecEntry axes(Names&&... names) {
 }
 
 class PartitionSpec {
-public:
+ public:
   using Entry = std::vector<std::string>;  // empty = replicated
 
   PartitionSpec() = default;  // fully replicated
@@ -52,6 +53,10 @@ public:
     for (const SpecEntry& e : entries) m_entries.push_back(e.axes());
     validate();
   }
+  // P("x", none, axes("y", "z")): JAX's call spelling, so tutorial lines translate one to one.
+  template <class... Rest, class = std::enable_if_t<(std::is_convertible_v<Rest, SpecEntry> && ...)>>
+  explicit PartitionSpec(SpecEntry first, Rest&&... rest)
+      : PartitionSpec({std::move(first), SpecEntry(std::forward<Rest>(rest))...}) {}
   explicit PartitionSpec(std::vector<Entry> entries) : m_entries(std::move(entries)) { validate(); }
 
   // Accepts JAX's spelling with or without the P(...) / PartitionSpec(...) wrapper and with or without quotes:
@@ -86,7 +91,7 @@ public:
   friend bool operator==(const PartitionSpec& a, const PartitionSpec& b) { return a.m_entries == b.m_entries; }
   friend bool operator!=(const PartitionSpec& a, const PartitionSpec& b) { return !(a == b); }
 
-private:
+ private:
   // Checks that need no mesh, so a bad spec fails where it is written, not where it is first used.
   void validate() const {
     for (std::size_t d = 0; d < m_entries.size(); ++d) {
@@ -129,4 +134,3 @@ struct std::hash<darray::PartitionSpec> {
     return h;
   }
 };
-

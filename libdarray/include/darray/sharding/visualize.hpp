@@ -28,9 +28,9 @@ inline std::string sharding_table(const NamedSharding& sharding, const std::vect
   std::vector<std::vector<std::string>> rows{{"device", "process", "mesh coords", "index", "shard shape", "replica"}};
   const Mesh& mesh = sharding.mesh();
   for (const auto& [device, index] : sharding.devices_indices_map(shape)) {
+    const int64_t position = mesh.position(device);
     std::string coords = "(";
-    for (int a = 0; a < mesh.ndim(); ++a)
-      coords += (a ? ", " : "") + std::to_string(mesh.coord(mesh.position(device), a));
+    for (int a = 0; a < mesh.ndim(); ++a) coords += (a ? ", " : "") + std::to_string(mesh.coord(position, a));
     rows.push_back({darray::to_string(device), std::to_string(device.process_index), coords + ")",
                     darray::to_string(index), shape_to_string(box_shape(index)),
                     std::to_string(sharding.replica_id(device))});
@@ -64,9 +64,9 @@ inline double block_fraction(int64_t n, int64_t k, int64_t i) {
 inline std::string visualize_sharding(const NamedSharding& sharding, std::vector<int64_t> shape,
                                       const VisualizeOptions& options = {}) {
   sharding.check_shape(shape);
-  DARRAY_THROW_IF(options.max_width < 1 || options.height < 1, InvalidArgument, "visualize_sharding",
-                  "options max_width = " << options.max_width << ", height = " << options.height
-                                         << "; expected both >= 1");
+  DARRAY_THROW_IF(
+      options.max_width < 1 || options.height < 1, InvalidArgument, "visualize_sharding",
+      "options max_width = " << options.max_width << ", height = " << options.height << "; expected both >= 1");
   const std::size_t rank = shape.size();
   if (rank == 0 || rank > 2) {
     return sharding.to_string() + " on shape " + shape_to_string(shape) + ": rank " + std::to_string(rank) +

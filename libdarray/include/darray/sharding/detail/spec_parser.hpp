@@ -13,7 +13,7 @@ namespace darray {
 namespace detail {
 
 class SpecParser {
-public:
+ public:
   explicit SpecParser(const std::string& text) : m_text(text) {}
 
   // spec := [wrapper '('] entries [')'];  entries := [entry {',' entry} [',']]
@@ -50,7 +50,7 @@ public:
     return entries;
   }
 
-private:
+ private:
   std::vector<std::string> entry() {
     if (peek() == '(') {
       ++m_pos;
