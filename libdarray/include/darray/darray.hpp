@@ -21,3 +21,5 @@
 #include "darray/sharding/named_sharding.hpp"
 #include "darray/sharding/make_mesh.hpp"
 #include "darray/sharding/visualize.hpp"
+#include "darray/redistribute/plan.hpp"
+#include "darray/redistribute/reshard.hpp"

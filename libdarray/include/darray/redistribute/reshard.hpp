@@ -1,0 +1,317 @@
+// reshard(a, new_sharding): moves a DistributedArray to any other sharding of the same global shape, through a
+// ReshardPlan that is built once and cached. One message per plan piece: a piece already contiguous in its source
+// shard is sent straight from it, one contiguous in its destination shard lands in place, the others are staged;
+// same-process pieces are copied while messages fly, and staged receives are unpacked as they arrive.
+#pragma once
+
+#include <Kokkos_Core.hpp>
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "darray/array/detail/view.hpp"
+#include "darray/array/distributed_array.hpp"
+#include "darray/comm/check.hpp"
+#include "darray/comm/detail/requests.hpp"
+#include "darray/comm/group.hpp"
+#include "darray/comm/limits.hpp"
+#include "darray/comm/world_transport.hpp"
+#include "darray/redistribute/detail/box_kernels.hpp"
+#include "darray/redistribute/plan.hpp"
+#include "darray/runtime/environment.hpp"
+
+namespace darray {
+
+struct ReshardOptions {
+  // Pack every remote piece into one buffer per peer and run the exchange through the Transport (NCCL in GPU
+  // builds). Device memory always takes this path; on the host the direct per-piece path is faster, and this
+  // flag lets tests exercise the staged path on the host too.
+  bool staged = false;
+};
+
+namespace detail {
+
+inline constexpr int reshard_tag = 0x5244;
+
+// Colors of the plan's mesh-axis groups extended to every process of the job (processes outside the mesh get a
+// group of their own), or empty when the exchange runs on the whole job.
+inline std::vector<int> job_colors(const ReshardPlan& plan, int process_count) {
+  std::vector<int> colors = plan.group_colors();
+  if (colors.empty()) return colors;
+  int next = 0;
+  for (int c : colors) next = std::max(next, c + 1);
+  colors.resize(static_cast<std::size_t>(process_count), -1);
+  for (int& c : colors)
+    if (c < 0) c = next++;
+  return colors;
+}
+
+template <class T, int N, class M>
+void check_plan_input(const ReshardPlan& plan, const DistributedArray<T, N, M>& in) {
+  DARRAY_THROW_IF(in.shape() != plan.shape(), InvalidArgument, "ReshardPlan::execute",
+                  "array of shape " << shape_to_string(in.shape()) << " given to a plan for shape "
+                                    << shape_to_string(plan.shape()));
+  DARRAY_THROW_IF(in.sharding() != plan.src(), InvalidArgument, "ReshardPlan::execute",
+                  "array sharded as " << in.sharding() << " given to a plan from " << plan.src());
+  DARRAY_THROW_IF(sizeof(T) != plan.element_bytes(), InvalidArgument, "ReshardPlan::execute",
+                  "element type " << dtype_name<T>() << " (" << sizeof(T) << " bytes) given to a plan for "
+                                  << plan.element_bytes() << "-byte elements");
+  DARRAY_THROW_IF(plan.process() != process_index(), InvalidArgument, "ReshardPlan::execute",
+                  "plan made for process " << plan.process() << " executed on process " << process_index());
+}
+
+template <class T, int N, class M>
+std::vector<Shard<T, N, M>> allocate_shards(const NamedSharding& sharding, const Shape& shape) {
+  std::vector<Shard<T, N, M>> shards;
+  for (const Device& d : local_devices()) {
+    if (!sharding.mesh().contains(d)) continue;
+    Index box = sharding.index(shape, d);
+    auto view = allocate_view<T, N, M>("darray::reshard", box_shape(box), false);
+    shards.push_back(Shard<T, N, M>{d, std::move(box), sharding.replica_id(d), std::move(view)});
+  }
+  return shards;
+}
+
+template <class S>
+std::unordered_map<int, const S*> shards_by_device(const std::vector<S>& shards) {
+  std::unordered_map<int, const S*> m;
+  for (const S& s : shards) m.emplace(s.device.id, &s);
+  return m;
+}
+
+// The direct path: host-reachable memory, MPI point-to-point, one message per piece.
+template <class T, int N, class M>
+void execute_direct(const ReshardPlan& plan, const DistributedArray<T, N, M>& in, std::vector<Shard<T, N, M>>& out) {
+  const auto src_of = shards_by_device(in.addressable_shards());
+  const auto dst_of = shards_by_device(out);
+  const std::vector<int> colors = job_colors(plan, process_count());
+  MPI_Comm comm = world_comm();
+  const ProcessGroup* group = nullptr;
+  if (!colors.empty()) {
+    group = &process_group(colors);
+    comm = group->comm();
+  }
+  auto peer_rank = [&](int process) { return group != nullptr ? group->group_rank_of(process) : process; };
+  const std::size_t max_chunk = max_message_bytes();
+  constexpr std::size_t eb = sizeof(T);
+
+  struct Staged {
+    const PlanPiece* piece;
+    std::size_t offset;  // elements into the staging buffer
+  };
+  // Receives first, so messages land in place rather than in MPI's unexpected queue.
+  RequestSet requests;
+  std::vector<Staged> recv_staged;
+  std::vector<std::size_t> recv_of_message;  // message id -> index into recv_staged, or npos when in place
+  std::vector<std::size_t> remaining;
+  std::size_t recv_stage_elems = 0;
+  for (const PeerPieces& peer : plan.recvs())
+    for (const PlanPiece& piece : peer.pieces)
+      if (!contiguous_offset(piece.box, dst_of.at(piece.dst.id)->index)) recv_stage_elems += static_cast<std::size_t>(piece.elements());
+  std::vector<T> recv_stage(recv_stage_elems);
+  std::size_t staged_at = 0;
+  for (const PeerPieces& peer : plan.recvs()) {
+    for (const PlanPiece& piece : peer.pieces) {
+      const auto* dst = dst_of.at(piece.dst.id);
+      const auto bytes = static_cast<std::size_t>(piece.elements()) * eb;
+      const std::size_t message = remaining.size();
+      std::byte* target = nullptr;
+      if (const auto off = contiguous_offset(piece.box, dst->index)) {
+        target = reinterpret_cast<std::byte*>(dst->data.data() + *off);
+        recv_of_message.push_back(static_cast<std::size_t>(-1));
+      } else {
+        target = reinterpret_cast<std::byte*>(recv_stage.data() + staged_at);
+        recv_of_message.push_back(recv_staged.size());
+        recv_staged.push_back(Staged{&piece, staged_at});
+        staged_at += static_cast<std::size_t>(piece.elements());
+      }
+      remaining.push_back(
+          requests.post_recv(comm, target, bytes, peer_rank(peer.process), reshard_tag, message, max_chunk, "reshard"));
+    }
+  }
+  // Sends: straight from the shard when contiguous there, else packed into the send staging buffer first.
+  std::size_t send_stage_elems = 0;
+  for (const PeerPieces& peer : plan.sends())
+    for (const PlanPiece& piece : peer.pieces)
+      if (!contiguous_offset(piece.box, src_of.at(piece.src.id)->index)) send_stage_elems += static_cast<std::size_t>(piece.elements());
+  std::vector<T> send_stage(send_stage_elems);
+  std::size_t packed_at = 0;
+  for (const PeerPieces& peer : plan.sends()) {
+    for (const PlanPiece& piece : peer.pieces) {
+      const auto* src = src_of.at(piece.src.id);
+      const auto bytes = static_cast<std::size_t>(piece.elements()) * eb;
+      const std::byte* from = nullptr;
+      if (const auto off = contiguous_offset(piece.box, src->index)) {
+        from = reinterpret_cast<const std::byte*>(src->data.data() + *off);
+      } else {
+        T* stage = send_stage.data() + packed_at;
+        copy_box(src->data.data(), src->index, stage, piece.box, piece.box);
+        from = reinterpret_cast<const std::byte*>(stage);
+        packed_at += static_cast<std::size_t>(piece.elements());
+      }
+      requests.post_send(comm, from, bytes, peer_rank(peer.process), reshard_tag, 0, max_chunk, "reshard");
+    }
+  }
+  // Same-process pieces while the messages are in flight.
+  for (const PlanPiece& piece : plan.local_pieces()) {
+    const auto* src = src_of.at(piece.src.id);
+    const auto* dst = dst_of.at(piece.dst.id);
+    copy_box(src->data.data(), src->index, const_cast<T*>(dst->data.data()), dst->index, piece.box);
+  }
+  // Unpack staged receives as they complete.
+  while (requests.pending() > 0) {
+    requests.wait_some(
+        [&](std::size_t message) {
+          if (--remaining[message] != 0) return;
+          const std::size_t k = recv_of_message[message];
+          if (k == static_cast<std::size_t>(-1)) return;
+          const Staged& s = recv_staged[k];
+          const auto* dst = dst_of.at(s.piece->dst.id);
+          copy_box(recv_stage.data() + s.offset, s.piece->box, const_cast<T*>(dst->data.data()), dst->index, s.piece->box);
+        },
+        "reshard");
+  }
+}
+
+// The staged path: one packed buffer per peer in the array's memory space, exchanged through the Transport
+// (NCCL on device memory; MPI through host mirrors otherwise), unpacked by kernels.
+template <class T, int N, class M>
+void execute_staged(const ReshardPlan& plan, const DistributedArray<T, N, M>& in, std::vector<Shard<T, N, M>>& out) {
+  using Exec = typename Kokkos::DefaultExecutionSpace;
+  const auto src_of = shards_by_device(in.addressable_shards());
+  const auto dst_of = shards_by_device(out);
+  Exec space;
+  Transport* transport_ptr = &transport();
+  const std::vector<int> colors = job_colors(plan, process_count());
+  std::vector<int> group_ranks;
+  if (!colors.empty()) {
+    transport_ptr = &transport_ptr->group(colors);
+    group_ranks.assign(colors.size(), -1);
+    for (std::size_t p = 0; p < colors.size(); ++p) group_ranks[p] = group_rank(colors, static_cast<int>(p));
+  }
+  auto peer_rank = [&](int process) { return colors.empty() ? process : group_ranks[static_cast<std::size_t>(process)]; };
+  constexpr std::size_t eb = sizeof(T);
+  ExchangePlan xplan;
+  std::size_t send_elems = 0, recv_elems = 0;
+  for (const PeerPieces& p : plan.sends()) {
+    xplan.sends.push_back(PeerBytes{peer_rank(p.process), send_elems * eb, static_cast<std::size_t>(p.elements) * eb});
+    send_elems += static_cast<std::size_t>(p.elements);
+  }
+  for (const PeerPieces& p : plan.recvs()) {
+    xplan.recvs.push_back(PeerBytes{peer_rank(p.process), recv_elems * eb, static_cast<std::size_t>(p.elements) * eb});
+    recv_elems += static_cast<std::size_t>(p.elements);
+  }
+  Kokkos::View<T*, M> send_buf(Kokkos::view_alloc("darray::reshard send", Kokkos::WithoutInitializing), send_elems);
+  Kokkos::View<T*, M> recv_buf(Kokkos::view_alloc("darray::reshard recv", Kokkos::WithoutInitializing), recv_elems);
+  std::size_t at = 0;
+  for (const PeerPieces& p : plan.sends())
+    for (const PlanPiece& piece : p.pieces) {
+      const auto* src = src_of.at(piece.src.id);
+      copy_box_kernel(space, src->data.data(), src->index, send_buf.data() + at, piece.box, piece.box);
+      at += static_cast<std::size_t>(piece.elements());
+    }
+  for (const PlanPiece& piece : plan.local_pieces()) {
+    const auto* src = src_of.at(piece.src.id);
+    const auto* dst = dst_of.at(piece.dst.id);
+    copy_box_kernel(space, src->data.data(), src->index, const_cast<T*>(dst->data.data()), dst->index, piece.box);
+  }
+  space.fence();  // the transport reads what the kernels wrote
+  Transport& t = *transport_ptr;
+  if (t.backend() == Backend::nccl || host_accessible_v<M>) {
+    t.exchange(xplan, reinterpret_cast<const std::byte*>(send_buf.data()), reinterpret_cast<std::byte*>(recv_buf.data()));
+  } else {
+    auto send_host = Kokkos::create_mirror_view(send_buf);
+    auto recv_host = Kokkos::create_mirror_view(recv_buf);
+    Kokkos::deep_copy(send_host, send_buf);
+    t.exchange(xplan, reinterpret_cast<const std::byte*>(send_host.data()), reinterpret_cast<std::byte*>(recv_host.data()));
+    Kokkos::deep_copy(recv_buf, recv_host);
+  }
+  at = 0;
+  for (const PeerPieces& p : plan.recvs())
+    for (const PlanPiece& piece : p.pieces) {
+      const auto* dst = dst_of.at(piece.dst.id);
+      copy_box_kernel(space, recv_buf.data() + at, piece.box, const_cast<T*>(dst->data.data()), dst->index, piece.box);
+      at += static_cast<std::size_t>(piece.elements());
+    }
+  space.fence();
+}
+
+// Plans cached by (src, dst, shape, element size), so repeated reshards (every FFT, every time step) skip planning.
+struct PlanKey {
+  NamedSharding src, dst;
+  Shape shape;
+  std::size_t element_bytes;
+  friend bool operator==(const PlanKey& a, const PlanKey& b) {
+    return a.element_bytes == b.element_bytes && a.shape == b.shape && a.src == b.src && a.dst == b.dst;
+  }
+};
+struct PlanKeyHash {
+  std::size_t operator()(const PlanKey& k) const {
+    std::size_t h = std::hash<NamedSharding>{}(k.src);
+    hash_combine(h, std::hash<NamedSharding>{}(k.dst));
+    for (int64_t n : k.shape) hash_combine(h, std::hash<int64_t>{}(n));
+    hash_combine(h, k.element_bytes);
+    return h;
+  }
+};
+struct PlanCache {
+  std::unordered_map<PlanKey, std::shared_ptr<const ReshardPlan>, PlanKeyHash> plans;
+  bool cleanup_registered = false;
+  std::size_t hits = 0, misses = 0;
+};
+inline PlanCache& plan_cache() {
+  static PlanCache c;
+  return c;
+}
+inline constexpr std::size_t plan_cache_capacity = 256;
+
+}  // namespace detail
+
+// Executes a plan on an array sharded as plan.src(); returns the array sharded as plan.dst(). Collective over the
+// processes of the job (processes without devices in the mesh take part with nothing to move).
+template <class T, int N, class M>
+DistributedArray<T, N, M> execute(const ReshardPlan& plan, const DistributedArray<T, N, M>& in,
+                                  const ReshardOptions& options = {}) {
+  detail::check_plan_input(plan, in);
+  if (consistency_checks_enabled())
+    check_consistent(detail::world_comm(), "reshard " + plan.src().to_string() + " -> " + plan.dst().to_string() +
+                                               " shape " + shape_to_string(plan.shape()) + " dtype " + dtype_name<T>());
+  auto out = detail::allocate_shards<T, N, M>(plan.dst(), plan.shape());
+  if (options.staged || !detail::host_accessible_v<M>)
+    detail::execute_staged(plan, in, out);
+  else
+    detail::execute_direct(plan, in, out);
+  return DistributedArray<T, N, M>(detail::AdoptShards{}, plan.shape(), plan.dst(), std::move(out));
+}
+
+// The cached plan for moving arrays of `shape` and element type T from src to dst on this process.
+template <class T>
+std::shared_ptr<const ReshardPlan> reshard_plan(const NamedSharding& src, const NamedSharding& dst, const Shape& shape) {
+  auto& cache = detail::plan_cache();
+  detail::PlanKey key{src, dst, shape, sizeof(T)};
+  auto it = cache.plans.find(key);
+  if (it != cache.plans.end()) {
+    ++cache.hits;
+    return it->second;
+  }
+  ++cache.misses;
+  auto plan = std::make_shared<const ReshardPlan>(src, dst, shape, sizeof(T), process_index());
+  if (cache.plans.size() >= detail::plan_cache_capacity) cache.plans.clear();
+  if (!cache.cleanup_registered) {
+    detail::at_finalize([] { detail::plan_cache() = detail::PlanCache{}; });
+    cache.cleanup_registered = true;
+  }
+  cache.plans.emplace(std::move(key), plan);
+  return plan;
+}
+
+// Any sharding to any sharding of the same global shape over the same devices. Collective.
+template <class T, int N, class M>
+DistributedArray<T, N, M> reshard(const DistributedArray<T, N, M>& a, const NamedSharding& new_sharding,
+                                  const ReshardOptions& options = {}) {
+  return execute(*reshard_plan<T>(a.sharding(), new_sharding, a.shape()), a, options);
+}
+
+}  // namespace darray
