@@ -6,8 +6,11 @@
 
 #include <Kokkos_Core.hpp>
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cstdint>
+#include <map>
 #include <random>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -102,6 +105,46 @@ std::string check_whole(const std::vector<T>& host, int64_t size, ValueOf value_
     return "size " + std::to_string(host.size()) + ", expected " + std::to_string(size);
   for (int64_t i = 0; i < size; ++i)
     if (!(host[static_cast<std::size_t>(i)] == value_of(i))) return "element " + std::to_string(i) + " is wrong";
+  return "";
+}
+
+// Whether all replicas of every block agree, across processes: each process publishes (flat index of the block's
+// first element, replica id, position-weighted checksum) per non-empty shard, and every block's entries must
+// carry the sharding's number of distinct replica ids and one checksum. Collective. Real element types.
+template <class Array>
+std::string replicas_agree(const Array& a) {
+  std::vector<double> mine;
+  const Shape strides = row_major_strides(a.shape());
+  for (const auto& sh : a.addressable_shards()) {
+    if (volume(sh.index) == 0) continue;
+    double sum = 0, weight = 0;
+    for (const auto& v : shard_to_host(sh.data)) sum += static_cast<double>(v) * ++weight;
+    int64_t start = 0;
+    for (std::size_t d = 0; d < sh.index.size(); ++d) start += sh.index[d].start * strides[d];
+    mine.insert(mine.end(), {static_cast<double>(start), static_cast<double>(sh.replica_id), sum});
+  }
+  const int count = static_cast<int>(mine.size());
+  std::vector<int> counts(static_cast<std::size_t>(world_size())), displs(counts.size());
+  MPI_Allgather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  int total = 0;
+  for (std::size_t p = 0; p < counts.size(); ++p) {
+    displs[p] = total;
+    total += counts[p];
+  }
+  std::vector<double> all(static_cast<std::size_t>(total));
+  MPI_Allgatherv(mine.data(), count, MPI_DOUBLE, all.data(), counts.data(), displs.data(), MPI_DOUBLE, MPI_COMM_WORLD);
+  std::map<double, std::vector<std::pair<double, double>>> by_block;  // start -> (replica id, checksum)
+  for (std::size_t k = 0; k + 2 < all.size(); k += 3) by_block[all[k]].push_back({all[k + 1], all[k + 2]});
+  for (const auto& [start, reps] : by_block) {
+    std::set<double> ids;
+    for (const auto& r : reps) {
+      ids.insert(r.first);
+      if (r.second != reps[0].second) return "replicas of the block at flat index " + std::to_string(start) + " differ";
+    }
+    if (static_cast<int64_t>(ids.size()) != a.sharding().num_replicas() || ids.size() != reps.size())
+      return "the block at flat index " + std::to_string(start) + " has " + std::to_string(reps.size()) +
+             " replicas, expected " + std::to_string(a.sharding().num_replicas());
+  }
   return "";
 }
 

@@ -35,7 +35,7 @@ DistributedArray<T, N, MemorySpace> make_array_from_callback(const Shape& shape,
   detail::run_agreed(detail::world_comm(), [&] {
     for (const detail::Block& b : blocks) {
       auto&& data = callback(static_cast<const Index&>(b.index));
-      const auto [ptr, count] = detail::host_span(api, "the callback's result", data);
+      const auto [ptr, count] = detail::host_span<T>(api, "the callback's result", data);
       DARRAY_THROW_IF(count != b.volume, InvalidArgument, api,
                       "the callback returned " << count << " elements for block " << b.index << " of shape "
                                                << detail::shape_str(box_shape(b.index)) << "; expected " << b.volume

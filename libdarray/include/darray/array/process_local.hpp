@@ -45,7 +45,7 @@ DistributedArray<T, N, MemorySpace> make_array_from_process_local_data(const Nam
   auto shards = detail::allocate_shards<T, N, MemorySpace>(devs, /*initialize=*/false);
   const auto blocks = detail::distinct_blocks(devs);
   detail::run_agreed(detail::world_comm(), [&] {
-    const auto [ptr, count] = detail::host_span(api, "local_data", local_data);
+    const auto [ptr, count] = detail::host_span<T>(api, "local_data", local_data);
     if constexpr (Kokkos::is_view<LocalData>::value) {
       constexpr int rank = static_cast<int>(LocalData::traits::rank);
       Shape given(rank);

@@ -33,7 +33,7 @@ DistributedArray<T, N, MemorySpace> scatter_from_root(int root_process, const Ho
   // Only the root's input can be wrong; agreeing on it keeps the other processes from waiting for a message.
   detail::run_agreed(detail::world_comm(), [&] {
     if (me != root_process) return;
-    const auto [ptr, count] = detail::host_span(api, "host_data_on_root", host_data_on_root);
+    const auto [ptr, count] = detail::host_span<T>(api, "host_data_on_root", host_data_on_root);
     DARRAY_THROW_IF(count != volume(shape), InvalidArgument, api,
                     "host_data_on_root on the root (process " << root_process << ") has " << count
                                                               << " elements but the shape " << detail::shape_str(shape)

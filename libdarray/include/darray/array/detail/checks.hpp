@@ -71,10 +71,12 @@ void check_element_type(const char* api, const char* what) {
                       << "; convert the data to " << dtype_name<T>() << " first");
 }
 
-// Pointer and element count of a contiguous host container. Kokkos views must be host-accessible and contiguous.
-template <class Container>
-std::pair<const container_element_t<Container>*, int64_t> host_span(const char* api, const char* what,
-                                                                     const Container& c) {
+// Pointer and element count of a contiguous host container of T elements. Kokkos views must be host-accessible,
+// contiguous and row-major; another element type throws (check_element_type), so the copy code that follows
+// compiles for one type only.
+template <class T, class Container>
+std::pair<const T*, int64_t> host_span(const char* api, const char* what, const Container& c) {
+  check_element_type<T, container_element_t<Container>>(api, what);
   if constexpr (Kokkos::is_view<Container>::value) {
     DARRAY_THROW_IF(!host_accessible_v<typename Container::memory_space>, InvalidArgument, api,
                     what << " is a Kokkos view in " << Container::memory_space::name()
@@ -86,7 +88,10 @@ std::pair<const container_element_t<Container>*, int64_t> host_span(const char* 
     DARRAY_THROW_IF(!row_major, InvalidArgument, api,
                     what << " is a Kokkos view whose layout is not LayoutRight; pass row-major data");
   }
-  return {std::data(c), static_cast<int64_t>(std::size(c))};
+  if constexpr (std::is_same<container_element_t<Container>, T>::value)
+    return {std::data(c), static_cast<int64_t>(std::size(c))};
+  else
+    return {nullptr, 0};  // unreachable: check_element_type threw
 }
 
 }  // namespace detail
