@@ -19,6 +19,7 @@
 #include "darray/comm/limits.hpp"
 #include "darray/comm/world_transport.hpp"
 #include "darray/redistribute/detail/box_kernels.hpp"
+#include "darray/redistribute/detail/messages.hpp"
 #include "darray/redistribute/plan.hpp"
 #include "darray/runtime/environment.hpp"
 
@@ -81,7 +82,17 @@ std::unordered_map<int, const S*> shards_by_device(const std::vector<S>& shards)
   return m;
 }
 
-// The direct path: host-reachable memory, MPI point-to-point, one message per piece.
+// Bytes of staging buffers the last execute() on this process allocated (pack and unpack buffers, not the
+// output): the benchmark reports it against the local shard bytes.
+inline std::size_t& last_staging_bytes() {
+  static std::size_t bytes = 0;
+  return bytes;
+}
+
+// The direct path: host-reachable memory, MPI point-to-point straight between shards. Every remote piece is cut by
+// split_for_messages (the same rule on both sides, so messages match); a part contiguous in its shard travels as
+// bytes, any other as an MPI subarray datatype, so Open MPI packs it straight into its transport buffers and
+// nothing is staged by us. Same-process pieces are copied while the messages are in flight.
 template <class T, int N, class M>
 void execute_direct(const ReshardPlan& plan, const DistributedArray<T, N, M>& in, std::vector<Shard<T, N, M>>& out) {
   const auto src_of = shards_by_device(in.addressable_shards());
@@ -94,85 +105,52 @@ void execute_direct(const ReshardPlan& plan, const DistributedArray<T, N, M>& in
     comm = group->comm();
   }
   auto peer_rank = [&](int process) { return group != nullptr ? group->group_rank_of(process) : process; };
-  const std::size_t max_chunk = max_message_bytes();
-  constexpr std::size_t eb = sizeof(T);
+  const std::size_t max_bytes = std::max(max_message_bytes(), sizeof(T));
+  last_staging_bytes() = 0;
 
-  struct Staged {
-    const PlanPiece* piece;
-    std::size_t offset;  // elements into the staging buffer
+  MpiTypes types;
+  const MPI_Datatype element = types.element(sizeof(T));
+  std::vector<MPI_Request> requests;
+  // Posts one message per part; `buffer` is the shard's data, `shard_box` its box.
+  auto post = [&](bool receive, T* buffer, const Index& shard_box, const Index& part, int peer) {
+    MPI_Request r = MPI_REQUEST_NULL;
+    const auto off = contiguous_offset(part, shard_box);
+    void* where = off ? static_cast<void*>(buffer + *off) : static_cast<void*>(buffer);
+    int count = 0;
+    MPI_Datatype type = element;
+    if (off) {
+      count = to_mpi_count(static_cast<std::size_t>(volume(part)), "reshard");
+    } else {
+      count = 1;
+      type = types.subarray(shard_box, part, element);
+    }
+    if (receive)
+      DARRAY_MPI_CHECK(MPI_Irecv(where, count, type, peer, reshard_tag, comm, &r));
+    else
+      DARRAY_MPI_CHECK(MPI_Isend(where, count, type, peer, reshard_tag, comm, &r));
+    requests.push_back(r);
   };
   // Receives first, so messages land in place rather than in MPI's unexpected queue.
-  RequestSet requests;
-  std::vector<Staged> recv_staged;
-  std::vector<std::size_t> recv_of_message;  // message id -> index into recv_staged, or npos when in place
-  std::vector<std::size_t> remaining;
-  std::size_t recv_stage_elems = 0;
   for (const PeerPieces& peer : plan.recvs())
-    for (const PlanPiece& piece : peer.pieces)
-      if (!contiguous_offset(piece.box, dst_of.at(piece.dst.id)->index)) recv_stage_elems += static_cast<std::size_t>(piece.elements());
-  std::vector<T> recv_stage(recv_stage_elems);
-  std::size_t staged_at = 0;
-  for (const PeerPieces& peer : plan.recvs()) {
     for (const PlanPiece& piece : peer.pieces) {
       const auto* dst = dst_of.at(piece.dst.id);
-      const auto bytes = static_cast<std::size_t>(piece.elements()) * eb;
-      const std::size_t message = remaining.size();
-      std::byte* target = nullptr;
-      if (const auto off = contiguous_offset(piece.box, dst->index)) {
-        target = reinterpret_cast<std::byte*>(dst->data.data() + *off);
-        recv_of_message.push_back(static_cast<std::size_t>(-1));
-      } else {
-        target = reinterpret_cast<std::byte*>(recv_stage.data() + staged_at);
-        recv_of_message.push_back(recv_staged.size());
-        recv_staged.push_back(Staged{&piece, staged_at});
-        staged_at += static_cast<std::size_t>(piece.elements());
-      }
-      remaining.push_back(
-          requests.post_recv(comm, target, bytes, peer_rank(peer.process), reshard_tag, message, max_chunk, "reshard"));
+      split_for_messages(piece.box, sizeof(T), max_bytes, [&](const Index& part) {
+        post(true, const_cast<T*>(dst->data.data()), dst->index, part, peer_rank(peer.process));
+      });
     }
-  }
-  // Sends: straight from the shard when contiguous there, else packed into the send staging buffer first.
-  std::size_t send_stage_elems = 0;
   for (const PeerPieces& peer : plan.sends())
-    for (const PlanPiece& piece : peer.pieces)
-      if (!contiguous_offset(piece.box, src_of.at(piece.src.id)->index)) send_stage_elems += static_cast<std::size_t>(piece.elements());
-  std::vector<T> send_stage(send_stage_elems);
-  std::size_t packed_at = 0;
-  for (const PeerPieces& peer : plan.sends()) {
     for (const PlanPiece& piece : peer.pieces) {
       const auto* src = src_of.at(piece.src.id);
-      const auto bytes = static_cast<std::size_t>(piece.elements()) * eb;
-      const std::byte* from = nullptr;
-      if (const auto off = contiguous_offset(piece.box, src->index)) {
-        from = reinterpret_cast<const std::byte*>(src->data.data() + *off);
-      } else {
-        T* stage = send_stage.data() + packed_at;
-        copy_box(src->data.data(), src->index, stage, piece.box, piece.box);
-        from = reinterpret_cast<const std::byte*>(stage);
-        packed_at += static_cast<std::size_t>(piece.elements());
-      }
-      requests.post_send(comm, from, bytes, peer_rank(peer.process), reshard_tag, 0, max_chunk, "reshard");
+      split_for_messages(piece.box, sizeof(T), max_bytes, [&](const Index& part) {
+        post(false, const_cast<T*>(src->data.data()), src->index, part, peer_rank(peer.process));
+      });
     }
-  }
-  // Same-process pieces while the messages are in flight.
   for (const PlanPiece& piece : plan.local_pieces()) {
     const auto* src = src_of.at(piece.src.id);
     const auto* dst = dst_of.at(piece.dst.id);
     copy_box(src->data.data(), src->index, const_cast<T*>(dst->data.data()), dst->index, piece.box);
   }
-  // Unpack staged receives as they complete.
-  while (requests.pending() > 0) {
-    requests.wait_some(
-        [&](std::size_t message) {
-          if (--remaining[message] != 0) return;
-          const std::size_t k = recv_of_message[message];
-          if (k == static_cast<std::size_t>(-1)) return;
-          const Staged& s = recv_staged[k];
-          const auto* dst = dst_of.at(s.piece->dst.id);
-          copy_box(recv_stage.data() + s.offset, s.piece->box, const_cast<T*>(dst->data.data()), dst->index, s.piece->box);
-        },
-        "reshard");
-  }
+  wait_all_checked(requests, "reshard");
 }
 
 // The staged path: one packed buffer per peer in the array's memory space, exchanged through the Transport
@@ -205,6 +183,7 @@ void execute_staged(const ReshardPlan& plan, const DistributedArray<T, N, M>& in
   }
   Kokkos::View<T*, M> send_buf(Kokkos::view_alloc("darray::reshard send", Kokkos::WithoutInitializing), send_elems);
   Kokkos::View<T*, M> recv_buf(Kokkos::view_alloc("darray::reshard recv", Kokkos::WithoutInitializing), recv_elems);
+  last_staging_bytes() = (send_elems + recv_elems) * eb;
   std::size_t at = 0;
   for (const PeerPieces& p : plan.sends())
     for (const PlanPiece& piece : p.pieces) {
@@ -269,21 +248,44 @@ inline constexpr std::size_t plan_cache_capacity = 256;
 
 }  // namespace detail
 
+namespace detail {
+template <class T, int N, class M>
+void execute_into(const ReshardPlan& plan, const DistributedArray<T, N, M>& in, std::vector<Shard<T, N, M>>& out,
+                  const ReshardOptions& options) {
+  check_plan_input(plan, in);
+  if (consistency_checks_enabled())
+    check_consistent(world_comm(), "reshard " + plan.src().to_string() + " -> " + plan.dst().to_string() + " shape " +
+                                       shape_to_string(plan.shape()) + " dtype " + dtype_name<T>());
+  if (options.staged || !host_accessible_v<M>)
+    execute_staged(plan, in, out);
+  else
+    execute_direct(plan, in, out);
+}
+}  // namespace detail
+
 // Executes a plan on an array sharded as plan.src(); returns the array sharded as plan.dst(). Collective over the
 // processes of the job (processes without devices in the mesh take part with nothing to move).
 template <class T, int N, class M>
 DistributedArray<T, N, M> execute(const ReshardPlan& plan, const DistributedArray<T, N, M>& in,
                                   const ReshardOptions& options = {}) {
   detail::check_plan_input(plan, in);
-  if (consistency_checks_enabled())
-    check_consistent(detail::world_comm(), "reshard " + plan.src().to_string() + " -> " + plan.dst().to_string() +
-                                               " shape " + shape_to_string(plan.shape()) + " dtype " + dtype_name<T>());
   auto out = detail::allocate_shards<T, N, M>(plan.dst(), plan.shape());
-  if (options.staged || !detail::host_accessible_v<M>)
-    detail::execute_staged(plan, in, out);
-  else
-    detail::execute_direct(plan, in, out);
+  detail::execute_into(plan, in, out, options);
   return DistributedArray<T, N, M>(detail::AdoptShards{}, plan.shape(), plan.dst(), std::move(out));
+}
+
+// Executes a plan into `out`, an array already sharded as plan.dst() (e.g. from a previous execution): no
+// allocation, so a time loop or an FFT that reshards every step reuses its buffers. `out` must not share shards
+// with `in`.
+template <class T, int N, class M>
+void execute(const ReshardPlan& plan, const DistributedArray<T, N, M>& in, DistributedArray<T, N, M>& out,
+             const ReshardOptions& options = {}) {
+  DARRAY_THROW_IF(out.shape() != plan.shape() || out.sharding() != plan.dst(), InvalidArgument, "ReshardPlan::execute",
+                  "output array of shape " << shape_to_string(out.shape()) << " sharded as " << out.sharding()
+                                           << "; expected shape " << shape_to_string(plan.shape()) << " sharded as "
+                                           << plan.dst());
+  auto shards = out.addressable_shards();  // views share their data: writing them writes `out`
+  detail::execute_into(plan, in, shards, options);
 }
 
 // The cached plan for moving arrays of `shape` and element type T from src to dst on this process.

@@ -1,0 +1,197 @@
+// bench/reshard: reshard throughput against baselines measured in the same run, on whatever layout it is
+// launched with. Per size and pattern it prints the time (max over processes, best of --reps), GB/s of the bytes
+// each process holds, and the ratios to (a) MPI_Alltoall of the same bytes already packed, (b) FFTW-MPI's
+// transpose of the same matrix (FFTW_MEASURE), (c) memcpy of the same bytes. Also: plan construction time for one
+// process of a 65,536-device mesh, and staging memory against local shard bytes.
+#include <mpi.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <darray/darray.hpp>
+#include <functional>
+#include <iostream>
+#include <vector>
+
+#if defined(DARRAY_BENCH_HAS_FFTW_MPI)
+#include <fftw3-mpi.h>
+#endif
+
+using namespace darray;
+
+namespace {
+
+double now() { return MPI_Wtime(); }
+
+// Best over reps of the max over processes of fn's time.
+double time_it(int reps, const std::function<void()>& fn) {
+  double best = 1e300;
+  for (int r = 0; r < reps; ++r) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double t0 = now();
+    fn();
+    double t = now() - t0, tmax = 0;
+    MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    best = std::min(best, tmax);
+  }
+  return best;
+}
+
+struct Row {
+  std::string pattern;
+  double mib = 0;
+  double t = 0, t_alloc = 0, alltoall = 0, fftw = 0, memcpy_t = 0;
+  double local_bytes = 0;
+  double staging = 0;
+};
+
+void print_header() {
+  std::printf("%-26s %7s %9s %10s %7s %10s %10s %8s %8s\n", "pattern", "MiB", "time[ms]", "+alloc[ms]", "GB/s",
+              "/alltoall", "/fftw-mpi", "/memcpy", "staging");
+}
+
+void print_row(const Row& r) {
+  char fftw[32];
+  if (r.fftw > 0)
+    std::snprintf(fftw, sizeof fftw, "%10.2f", r.t / r.fftw);
+  else
+    std::snprintf(fftw, sizeof fftw, "%10s", "-");
+  char a2a[32];
+  if (r.alltoall > 0)
+    std::snprintf(a2a, sizeof a2a, "%10.2f", r.t / r.alltoall);
+  else
+    std::snprintf(a2a, sizeof a2a, "%10s", "-");
+  std::printf("%-26s %7.0f %9.2f %10.2f %7.2f %s %s %8.2f %7.2fx\n", r.pattern.c_str(), r.mib, r.t * 1e3,
+              r.t_alloc * 1e3, r.local_bytes / r.t / 1e9, a2a, fftw, r.t / r.memcpy_t, r.staging / r.local_bytes);
+  std::fflush(stdout);
+}
+
+// MPI_Alltoall of `bytes` per process, already packed: the communication floor of any transpose.
+double alltoall_time(std::size_t bytes, int reps) {
+  const int np = process_count();
+  const std::size_t per = bytes / static_cast<std::size_t>(np);
+  if (per > static_cast<std::size_t>(INT_MAX) || np == 1) return 0;
+  std::vector<char> s(per * static_cast<std::size_t>(np), 1), r(per * static_cast<std::size_t>(np));
+  return time_it(reps, [&] {
+    MPI_Alltoall(s.data(), static_cast<int>(per), MPI_BYTE, r.data(), static_cast<int>(per), MPI_BYTE, MPI_COMM_WORLD);
+  });
+}
+
+double memcpy_time(std::size_t bytes, int reps) {
+  std::vector<char> s(bytes, 1), d(bytes, 0);
+  return time_it(reps, [&] { std::memcpy(d.data(), s.data(), bytes); });
+}
+
+#if defined(DARRAY_BENCH_HAS_FFTW_MPI)
+// FFTW-MPI's transpose of an n0 x n1 matrix of `howmany`-double elements, distributed by rows.
+double fftw_transpose_time(ptrdiff_t n0, ptrdiff_t n1, ptrdiff_t howmany, int reps) {
+  ptrdiff_t local_n0, start0, local_n1, start1;
+  const ptrdiff_t alloc = fftw_mpi_local_size_many_transposed(2, std::array<ptrdiff_t, 2>{n0, n1}.data(), howmany,
+                                                              FFTW_MPI_DEFAULT_BLOCK, FFTW_MPI_DEFAULT_BLOCK,
+                                                              MPI_COMM_WORLD, &local_n0, &start0, &local_n1, &start1);
+  double* in = fftw_alloc_real(static_cast<std::size_t>(std::max<ptrdiff_t>(alloc, 1)));
+  double* out = fftw_alloc_real(static_cast<std::size_t>(std::max<ptrdiff_t>(alloc, 1)));
+  fftw_plan plan = fftw_mpi_plan_many_transpose(n0, n1, howmany, FFTW_MPI_DEFAULT_BLOCK, FFTW_MPI_DEFAULT_BLOCK, in,
+                                                out, MPI_COMM_WORLD, FFTW_MEASURE);
+  for (ptrdiff_t i = 0; i < alloc; ++i) in[i] = static_cast<double>(i);
+  const double t = time_it(reps, [&] { fftw_execute(plan); });
+  fftw_destroy_plan(plan);
+  fftw_free(in);
+  fftw_free(out);
+  return t;
+}
+#endif
+
+template <int N>
+Row run_pattern(const std::string& name, const Shape& shape, const NamedSharding& from, const NamedSharding& to,
+                int reps, double fftw_t) {
+  auto a = iota<double, N>(shape, from);
+  std::size_t local = 0;
+  for (const auto& s : a.addressable_shards()) local += static_cast<std::size_t>(volume(s.index)) * sizeof(double);
+  auto b = reshard(a, to);  // plans and warms up
+  const auto plan = reshard_plan<double>(from, to, shape);
+  Row r;
+  r.pattern = name;
+  r.mib = static_cast<double>(volume(shape)) * 8 / (1 << 20);
+  r.t = time_it(reps, [&] { execute(*plan, a, b); });
+  r.t_alloc = time_it(reps, [&] { b = reshard(a, to); });
+  r.staging = static_cast<double>(detail::last_staging_bytes());
+  r.local_bytes = static_cast<double>(local);
+  r.alltoall = alltoall_time(local, reps);
+  r.fftw = fftw_t;
+  r.memcpy_t = memcpy_time(local, reps);
+  return r;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Environment env(argc, argv);
+  CLI::App app{"bench/reshard: reshard time against MPI_Alltoall, FFTW-MPI transpose and memcpy in the same run"};
+  std::vector<int> sizes{64, 256, 1024};
+  int reps = 5;
+  bool no_fftw = false;
+  app.add_option("--sizes", sizes, "global array sizes in MiB (doubles), comma-separated")->delimiter(',')->check(CLI::PositiveNumber);
+  app.add_option("--reps", reps, "repetitions; the best (max over processes) is reported")->check(CLI::PositiveNumber);
+  app.add_flag("--no-fftw", no_fftw, "skip the FFTW-MPI baseline");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return process_index() == 0 ? app.exit(e) : 1;
+  }
+#if defined(DARRAY_BENCH_HAS_FFTW_MPI)
+  fftw_mpi_init();
+#else
+  no_fftw = true;
+#endif
+  const int np = process_count(), nd = device_count();
+  const bool root = process_index() == 0;
+  if (root)
+    std::printf("# bench/reshard: %d process(es) x %d host device(s), reps %d, backend %s\n", np, local_device_count(),
+                reps, backend().c_str());
+  if (root) print_header();
+  Mesh line = make_mesh({nd}, {"x"});
+  Mesh grid = make_mesh({nd, 1}, {"r", "c"});
+  for (int mib : sizes) {
+    const int64_t elems = static_cast<int64_t>(mib) * (1 << 20) / 8;
+    // 2-D row blocks -> column blocks of a square-ish matrix.
+    int64_t n = 1;
+    while ((n * 2) * (n * 2) <= elems) n *= 2;
+    const int64_t rows = elems / n;
+    double fftw2 = 0;
+#if defined(DARRAY_BENCH_HAS_FFTW_MPI)
+    if (!no_fftw && np > 1 && local_device_count() == 1) fftw2 = fftw_transpose_time(rows, n, 1, reps);
+#endif
+    auto r2 = run_pattern<2>("rows->cols " + std::to_string(rows) + "x" + std::to_string(n), {rows, n},
+                             NamedSharding(line, P{"x"}), NamedSharding(line, P{none, "x"}), reps, fftw2);
+    if (root) print_row(r2);
+    // 3-D pencil transpose x -> y on an (nd, 1) mesh: the (X, Y) planes move, Z elements stay together.
+    int64_t c = 1;
+    while ((c * 2) * (c * 2) * (c * 2) <= elems) c *= 2;
+    const int64_t zc = elems / (c * c);
+    double fftw3 = 0;
+#if defined(DARRAY_BENCH_HAS_FFTW_MPI)
+    if (!no_fftw && np > 1 && local_device_count() == 1) fftw3 = fftw_transpose_time(c, c, zc, reps);
+#endif
+    auto r3 = run_pattern<3>("pencil x->y " + std::to_string(c) + "x" + std::to_string(c) + "x" + std::to_string(zc),
+                             {c, c, zc}, NamedSharding(grid, P{none, "r", "c"}), NamedSharding(grid, P{"r", none, "c"}),
+                             reps, fftw3);
+    if (root) print_row(r3);
+  }
+  // Plan construction for one process of a 65,536-device mesh (one device per process, 256 x 256 pencils).
+  if (root) {
+    const auto table = make_device_table(std::vector<int>(65536, 1));
+    Mesh big(table, {256, 256}, {"r", "c"});
+    NamedSharding x(big, P{none, "r", "c"}), y(big, P{"r", none, "c"});
+    double best = 1e300;
+    for (int k = 0; k < 5; ++k) {
+      const auto t0 = std::chrono::steady_clock::now();
+      ReshardPlan plan(x, y, {4096, 4096, 4096}, 8, 12345);
+      best = std::min(best, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::printf("plan construction, 1 process of a 65,536-device mesh (256x256 pencils): %.2f ms (best of 5)\n", best);
+  }
+  return 0;
+}
