@@ -1,0 +1,69 @@
+// DARRAY_CHECK=1 support: before a collective, processes compare a hash of what they are about to do, so a program
+// whose processes diverge gets the same InvalidArgument everywhere (naming both operations) instead of a deadlock.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "darray/comm/chunked_collectives.hpp"
+#include "darray/core/env.hpp"
+#include "darray/core/error.hpp"
+#include "darray/runtime/detail/mpi.hpp"
+
+namespace darray {
+
+namespace detail {
+
+// FNV-1a: a fixed, platform-independent hash, unlike std::hash, so heterogeneous builds still agree.
+inline std::uint64_t fnv1a64(const std::string& s) {
+  std::uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+// Broadcasts a string of any length from root (collective).
+inline void bcast_string(MPI_Comm comm, std::string& s, int root) {
+  std::uint64_t len = s.size();
+  DARRAY_MPI_CHECK(MPI_Bcast(&len, 1, MPI_UINT64_T, root, comm));
+  s.resize(static_cast<std::size_t>(len));
+  if (len > 0) bcast(comm, &s[0], s.size(), root);
+}
+
+}  // namespace detail
+
+// Whether DARRAY_CHECK asks for consistency checks (0/1/true/false/on/off/yes/no; unset: off).
+inline bool consistency_checks_enabled() { return detail::env_bool("DARRAY_CHECK", false); }
+
+// Collective over comm when checks are enabled, a no-op otherwise. op_description should capture everything the
+// processes must agree on (operation, shape, sharding). On a mismatch every process throws the same InvalidArgument
+// naming process 0's operation and the first process whose description differs, with both descriptions.
+inline void check_consistent(MPI_Comm comm, const std::string& op_description) {
+  if (!consistency_checks_enabled()) return;
+  DARRAY_THROW_IF(comm == MPI_COMM_NULL, InvalidArgument, "check_consistent", "communicator is MPI_COMM_NULL");
+  int rank = 0, size = 1;
+  DARRAY_MPI_CHECK(MPI_Comm_rank(comm, &rank));
+  DARRAY_MPI_CHECK(MPI_Comm_size(comm, &size));
+  const std::uint64_t mine = detail::fnv1a64(op_description);
+  std::vector<std::uint64_t> all(static_cast<std::size_t>(size));
+  DARRAY_MPI_CHECK(MPI_Allgather(&mine, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, comm));
+  int first = -1;
+  for (int p = 1; p < size && first < 0; ++p)
+    if (all[static_cast<std::size_t>(p)] != all[0]) first = p;
+  if (first < 0) return;
+  std::string reference = rank == 0 ? op_description : std::string();
+  std::string differing = rank == first ? op_description : std::string();
+  detail::bcast_string(comm, reference, 0);
+  detail::bcast_string(comm, differing, first);
+  DARRAY_THROW(InvalidArgument, "check_consistent",
+               "processes disagree on the collective operation (DARRAY_CHECK): process 0 runs \""
+                   << reference << "\" but process " << first << " runs \"" << differing
+                   << "\"; every process must call the same collectives with the same arguments in the same order");
+}
+
+}  // namespace darray
