@@ -103,7 +103,11 @@ std::string text_report(bool all_devices) {
   os << tag << " host " << host_name() << ", MPI rank " << p << " local rank " << darray::local_process_index() << "/"
      << darray::local_process_count() << ", launcher " << darray::to_string(l.kind) << " rank " << text_int(l.rank)
      << " local rank " << text_int(l.local_rank) << ", backend " << darray::backend() << ", Kokkos "
-     << kokkos_description() << "\n";
+     << kokkos_description();
+  // The GPUs the launcher bound to this process (srun --gpus-per-task / --gpu-bind): the first thing to check when
+  // processes of a node end up sharing a GPU.
+  if (const char* v = std::getenv("CUDA_VISIBLE_DEVICES")) os << ", CUDA_VISIBLE_DEVICES=" << v;
+  os << "\n";
   return os.str();
 }
 
@@ -116,6 +120,7 @@ std::string json_report() {
      << ", \"local_rank\": " << darray::local_process_index()
      << ", \"local_process_count\": " << darray::local_process_count()
      << ", \"slurm_procid\": " << json_env("SLURM_PROCID") << ", \"slurm_localid\": " << json_env("SLURM_LOCALID")
+     << ", \"cuda_visible_devices\": " << json_env("CUDA_VISIBLE_DEVICES")
      << ", \"hostname\": " << json_string(host_name()) << ", \"backend\": " << json_string(darray::backend())
      << ", \"kokkos\": " << json_string(kokkos_description()) << ", \"local_devices\": [";
   const auto local = darray::local_devices();
@@ -154,7 +159,7 @@ int main(int argc, char** argv) {
   app.add_flag("--json", json,
                "one JSON object per process, one per line, in process order (keys: process, process_count, launcher, "
                "launcher_rank, launcher_size, launcher_local_rank, local_rank, local_process_count, slurm_procid, "
-               "slurm_localid, hostname, backend, kokkos, local_devices, global_device_count)");
+               "slurm_localid, cuda_visible_devices, hostname, backend, kokkos, local_devices, global_device_count)");
   app.add_flag("--all-devices", all_devices, "list every device even when there are more than 32");
   CLI11_PARSE(app, argc, argv);
 

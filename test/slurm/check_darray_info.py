@@ -1,0 +1,78 @@
+#!/usr/bin/python3
+"""Checks `darray-info --json` output of a Slurm-launched job (one JSON object per process, process order).
+
+Every process must report: Slurm as its launcher; MPI rank == SLURM_PROCID == the launcher's rank; MPI node-local
+rank (MPI_Comm_split_type SHARED) == SLURM_LOCALID == the launcher's local rank; the expected process and device
+counts; dense process-major device ids. With --distinct-gpus, every process must also have been bound to its own
+single GPU (CUDA_VISIBLE_DEVICES set by srun --gpus-per-task=1).
+
+usage: check_darray_info.py --processes N --host-devices D [--distinct-gpus] FILE
+"""
+import argparse
+import json
+import sys
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--processes", type=int, required=True)
+    ap.add_argument("--host-devices", type=int, required=True)
+    ap.add_argument("--distinct-gpus", action="store_true")
+    ap.add_argument("file")
+    args = ap.parse_args()
+
+    with open(args.file, encoding="utf-8") as f:
+        # Job output files also hold the template's own log lines (scontrol show job): only JSON lines count.
+        lines = [ln for ln in f.read().splitlines() if ln.startswith("{")]
+    errors = []
+
+    def expect(what, got, want):
+        if got != want:
+            errors.append(f"{what}: got {got!r}, expected {want!r}")
+
+    expect("number of JSON lines (processes reporting)", len(lines), args.processes)
+    total = args.processes * args.host_devices
+    gpus = []
+    for p, line in enumerate(lines):
+        try:
+            r = json.loads(line)
+        except json.JSONDecodeError as e:
+            errors.append(f"line {p} is not JSON ({e}): {line}")
+            continue
+        tag = f"process {p}"
+        expect(f"{tag}: process (order)", r["process"], p)
+        expect(f"{tag}: process_count", r["process_count"], args.processes)
+        expect(f"{tag}: launcher", r["launcher"], "slurm")
+        expect(f"{tag}: SLURM_PROCID", r["slurm_procid"], str(p))
+        expect(f"{tag}: launcher_rank", r["launcher_rank"], p)
+        expect(f"{tag}: launcher_size", r["launcher_size"], args.processes)
+        if r["slurm_localid"] is None:
+            errors.append(f"{tag}: SLURM_LOCALID not set")
+        else:
+            expect(f"{tag}: MPI local rank vs SLURM_LOCALID", str(r["local_rank"]), r["slurm_localid"])
+        expect(f"{tag}: launcher_local_rank vs MPI local rank", r["launcher_local_rank"], r["local_rank"])
+        expect(f"{tag}: backend", r["backend"], "mpi")
+        expect(f"{tag}: global_device_count", r["global_device_count"], total)
+        ids = [d["id"] for d in r["local_devices"]]
+        want = list(range(p * args.host_devices, (p + 1) * args.host_devices))
+        expect(f"{tag}: local device ids", ids, want)
+        gpus.append(r["cuda_visible_devices"])
+        print(f"process {p}: host {r['hostname']} SLURM_PROCID={r['slurm_procid']} SLURM_LOCALID={r['slurm_localid']} "
+              f"MPI local rank {r['local_rank']} launcher {r['launcher']} devices {ids}"
+              + (f" CUDA_VISIBLE_DEVICES={r['cuda_visible_devices']}" if args.distinct_gpus else ""))
+    if args.distinct_gpus:
+        # The test cluster binds without cgroups, so Slurm hands each task the global index of its GPU: expect
+        # one index per process, all different.
+        if any(g is None or "," in g for g in gpus) or len(set(gpus)) != len(gpus):
+            errors.append(f"every process should see exactly one GPU of its own; CUDA_VISIBLE_DEVICES per process: {gpus}")
+
+    for e in errors:
+        print("ERROR:", e)
+    if errors:
+        return 1
+    print(f"OK: {args.processes} processes, {total} devices, Slurm and MPI agree on ranks and local ranks")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
