@@ -6,6 +6,10 @@
 // runs on a login node. Bad flags print one line on stderr and exit with status 2.
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <cstdio>
+#include <map>
+#include <optional>
+#include <set>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -14,6 +18,7 @@
 #include "darray/core/error.hpp"
 #include "darray/core/index.hpp"
 #include "darray/core/partition.hpp"
+#include "darray/redistribute/plan.hpp"
 #include "darray/runtime/device.hpp"
 #include "darray/sharding/mesh.hpp"
 #include "darray/sharding/named_sharding.hpp"
@@ -58,8 +63,58 @@ std::vector<std::string> parse_names(const std::string& text) {
   return names;
 }
 
+// The plan of a reshard to `to`, built offline for every process: per device the bytes it keeps (moved within its
+// process), sends and receives across processes, and its peer processes.
+void print_reshard_plan(const darray::NamedSharding& from, const darray::NamedSharding& to,
+                        const std::vector<int64_t>& shape, int processes, std::size_t itemsize) {
+  struct Traffic {
+    int64_t kept = 0, sent = 0, received = 0;
+    std::set<int> peers;
+  };
+  std::map<int, Traffic> per_device;
+  bool sub_communicator = false;
+  std::vector<std::string> moving;
+  int64_t kept = 0, crossing = 0;
+  const auto eb = static_cast<int64_t>(itemsize);
+  for (int p = 0; p < processes; ++p) {
+    const darray::ReshardPlan plan(from, to, shape, itemsize, p);
+    sub_communicator = plan.stats().sub_communicator;
+    moving = plan.stats().moving_axes;
+    for (const auto& piece : plan.local_pieces()) {
+      per_device[piece.dst.id].kept += piece.elements() * eb;
+      kept += piece.elements() * eb;
+    }
+    for (const auto& peer : plan.sends())
+      for (const auto& piece : peer.pieces) {
+        per_device[piece.src.id].sent += piece.elements() * eb;
+        per_device[piece.src.id].peers.insert(peer.process);
+        crossing += piece.elements() * eb;
+      }
+    for (const auto& peer : plan.recvs())
+      for (const auto& piece : peer.pieces) {
+        per_device[piece.dst.id].received += piece.elements() * eb;
+        per_device[piece.dst.id].peers.insert(peer.process);
+      }
+  }
+  std::string axes;
+  for (const auto& a : moving) axes += (axes.empty() ? "" : ", ") + a;
+  std::cout << "\nreshard to " << to.spec() << " (" << itemsize << "-byte elements)\n"
+            << "moving mesh axes: " << (axes.empty() ? "none" : axes) << "; exchange on "
+            << (sub_communicator ? "mesh-axis-group sub-communicators" : "the whole job's communicator") << "\n\n"
+            << std::flush;
+  std::printf("%-11s %-8s %14s %14s %14s %6s\n", "device", "process", "kept[B]", "sent[B]", "received[B]", "peers");
+  for (const darray::Device& d : from.mesh().devices()) {
+    const Traffic& t = per_device[d.id];
+    std::printf("%-11s %-8d %14lld %14lld %14lld %6zu\n", darray::to_string(d).c_str(), d.process_index,
+                static_cast<long long>(t.kept), static_cast<long long>(t.sent), static_cast<long long>(t.received),
+                t.peers.size());
+  }
+  std::cout << "total: " << kept << " bytes kept within processes, " << crossing << " bytes cross processes\n";
+}
+
 int run(const std::string& mesh_text, const std::string& axes_text, const std::string& spec_text,
-        const std::string& shape_text, int processes, bool gpu, const darray::VisualizeOptions& picture) {
+        const std::string& shape_text, int processes, bool gpu, const darray::VisualizeOptions& picture,
+        const std::string& to_text, std::size_t itemsize) {
   const std::vector<int64_t> mesh_shape = parse_dims("--mesh", mesh_text, 1, false);
   const std::vector<int64_t> shape = parse_dims("--shape", shape_text, 0, true);
   int64_t device_count = 1;
@@ -80,6 +135,13 @@ int run(const std::string& mesh_text, const std::string& axes_text, const std::s
                           mesh_shape, parse_names(axes_text));
   const darray::NamedSharding sharding(mesh, darray::PartitionSpec::parse(spec_text));
   sharding.check_shape(shape);
+  // The target is checked before anything is printed, so a bad --to leaves stdout empty.
+  std::optional<darray::NamedSharding> to;
+  if (!to_text.empty()) {
+    DARRAY_THROW_IF(itemsize < 1, InvalidArgument, "--itemsize", itemsize << "; expected bytes per element >= 1");
+    to.emplace(mesh, darray::PartitionSpec::parse(to_text));
+    to->check_shape(shape);
+  }
 
   int64_t blocks = 1;
   for (std::size_t d = 0; d < shape.size(); ++d) blocks *= sharding.num_parts(static_cast<int>(d));
@@ -93,6 +155,7 @@ int run(const std::string& mesh_text, const std::string& axes_text, const std::s
             << darray::sharding_table(sharding, shape);
   // Ranks 1 and 2 get a picture; for the others visualize_sharding would only repeat the table.
   if (shape.size() == 1 || shape.size() == 2) std::cout << "\n" << darray::visualize_sharding(sharding, shape, picture);
+  if (to) print_reshard_plan(sharding, *to, shape, processes, itemsize);
   return 0;
 }
 
@@ -106,6 +169,8 @@ int main(int argc, char** argv) {
   int processes = 1;
   bool gpu = false;
   darray::VisualizeOptions picture;
+  std::string to_text;
+  std::size_t itemsize = 8;
   app.add_option("--mesh", mesh_text, "mesh shape, sizes >= 1 separated by 'x', e.g. 4x2")->required();
   app.add_option("--axes", axes_text, "mesh axis names, one per mesh dim, comma-separated, e.g. a,b")->required();
   app.add_option("--spec", spec_text,
@@ -118,6 +183,10 @@ int main(int argc, char** argv) {
   app.add_flag("--gpu", gpu, "label the devices as GPUs (cuda) instead of host devices (cpu)");
   app.add_option("--width", picture.max_width, "widest picture, in characters (default 80)");
   app.add_option("--height", picture.height, "rows of text for a 2-D array's picture (default 10)");
+  app.add_option("--to", to_text,
+                 "plan a reshard to this PartitionSpec over the same mesh: per device the bytes kept, sent and "
+                 "received, peer processes, and whether the exchange runs on mesh-axis-group sub-communicators");
+  app.add_option("--itemsize", itemsize, "bytes per element for --to (default 8)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -129,7 +198,7 @@ int main(int argc, char** argv) {
     return bad_usage;
   }
   try {
-    return run(mesh_text, axes_text, spec_text, shape_text, processes, gpu, picture);
+    return run(mesh_text, axes_text, spec_text, shape_text, processes, gpu, picture, to_text, itemsize);
   } catch (const darray::Error& e) {
     std::cerr << "darray-shard: error: " << e.api() << ": " << e.message() << "\n";
     return bad_usage;

@@ -5,6 +5,7 @@
 #include <map>
 #include <random>
 
+#include "darray/redistribute/detail/messages.hpp"
 #include "darray/redistribute/plan.hpp"
 #include "darray/sharding/mesh.hpp"
 #include "darray/sharding/named_sharding.hpp"
@@ -210,4 +211,60 @@ TEST_CASE("plan: construction on a 65,536-device mesh costs O(peers)") {
   CHECK(plan.stats().send_peers == 255);
   CHECK(plan.stats().recv_peers == 255);
   WARN("plan construction for one process of 65,536: " << ms << " ms");
+}
+
+TEST_CASE("split_for_messages: parts tile the box in row-major order, each within the byte limit") {
+  std::mt19937_64 rng(5);
+  for (int trial = 0; trial < 3000; ++trial) {
+    const std::size_t rank = 1 + rng() % 4;
+    Index box(rank);
+    for (auto& s : box) {
+      s.start = static_cast<int64_t>(rng() % 5);
+      s.stop = s.start + 1 + static_cast<int64_t>(rng() % 6);
+    }
+    const std::size_t eb = 1 + rng() % 16;
+    const std::size_t max_bytes = eb + rng() % 400;
+    int64_t covered = 0;
+    std::vector<int64_t> next(rank);  // the row-major position the next part must start at
+    bool ok = true;
+    Index expect_start(rank);
+    std::vector<Index> parts;
+    detail::split_for_messages(box, eb, max_bytes, [&](const Index& part) { parts.push_back(part); });
+    for (const Index& part : parts) {
+      ok = ok && contains(box, part) && static_cast<std::size_t>(volume(part)) * eb <= max_bytes && volume(part) > 0;
+      covered += volume(part);
+    }
+    // Disjoint and complete: count every element once.
+    std::vector<int> count(static_cast<std::size_t>(volume(box)), 0);
+    const Shape strides = row_major_strides(box_shape(box));
+    for (const Index& part : parts) {
+      std::vector<int64_t> i(rank);
+      for (std::size_t k = 0; k < rank; ++k) i[k] = part[k].start;
+      for (int64_t e = 0; e < volume(part); ++e) {
+        int64_t off = 0;
+        for (std::size_t k = 0; k < rank; ++k) off += (i[k] - box[k].start) * strides[k];
+        count[static_cast<std::size_t>(off)]++;
+        for (std::size_t k = rank; k-- > 0;) {
+          if (++i[k] < part[k].stop) break;
+          i[k] = part[k].start;
+        }
+      }
+    }
+    for (int c : count) ok = ok && c == 1;
+    INFO("trial " << trial << " box " << to_string(box) << " eb " << eb << " max " << max_bytes);
+    REQUIRE(ok);
+    REQUIRE(covered == volume(box));
+  }
+  // A box that fits is one message; an empty box none.
+  int calls = 0;
+  detail::split_for_messages(Index{{0, 4}, {0, 4}}, 8, 128, [&](const Index&) { ++calls; });
+  CHECK(calls == 1);
+  detail::split_for_messages(Index{{0, 0}, {0, 4}}, 8, 128, [&](const Index&) { ++calls; });
+  CHECK(calls == 1);
+  // 5 GiB of doubles (5 planes of 1 GiB) under the default limit: one message per plane, none above INT_MAX bytes.
+  std::vector<Index> big;
+  detail::split_for_messages(Index{{0, 5}, {0, 1024 * 1024 / 8}, {0, 1024}}, 8, 2147483584,
+                             [&](const Index& p) { big.push_back(p); });
+  CHECK(big.size() == 5);
+  for (const auto& p : big) CHECK(static_cast<std::size_t>(volume(p)) * 8 <= 2147483584u);
 }

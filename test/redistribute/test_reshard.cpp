@@ -147,3 +147,18 @@ TEST_CASE("reshard: errors name what differs") {
   ReshardPlan floats(NamedSharding(mesh, P{"x"}), NamedSharding(mesh, P{}), {8, 8}, 4, process_index());
   DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, execute(floats, a), "float64", "4-byte");
 }
+
+TEST_CASE("reshard: execute into an existing output reuses its buffers") {
+  Mesh mesh = make_mesh({device_count()}, {"x"});
+  NamedSharding rows(mesh, P{"x"}), cols(mesh, P{none, "x"});
+  auto a = iota<double, 2>({11, 7}, rows);
+  auto plan = reshard_plan<double>(rows, cols, a.shape());
+  auto out = zeros<double, 2>({11, 7}, cols);
+  std::vector<const double*> before;
+  for (const auto& s : out.addressable_shards()) before.push_back(s.data.data());
+  execute(*plan, a, out);
+  bool same = true;
+  for (std::size_t i = 0; i < before.size(); ++i) same = same && out.addressable_shards()[i].data.data() == before[i];
+  REQUIRE(all_ok(same && holds_iota(out)));
+  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, execute(*plan, a, a), "output array", "expected shape 11x7");
+}
