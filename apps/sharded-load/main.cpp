@@ -16,8 +16,8 @@
 #include <CLI/CLI.hpp>
 #include <cinttypes>
 #include <cmath>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -38,7 +38,7 @@ uint64_t splitmix64(uint64_t x) {
 double source_value(uint64_t seed, int64_t f) {
   const uint64_t key = splitmix64(seed) ^ static_cast<uint64_t>(f);
   const double u1 = (static_cast<double>(splitmix64(2 * key) >> 11) + 1.0) * 0x1.0p-53;  // (0, 1]
-  const double u2 = static_cast<double>(splitmix64(2 * key + 1) >> 11) * 0x1.0p-53;     // [0, 1)
+  const double u2 = static_cast<double>(splitmix64(2 * key + 1) >> 11) * 0x1.0p-53;      // [0, 1)
   return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
 }
 
@@ -90,7 +90,8 @@ bool load(const Decomposition& dec, const darray::Shape& shape, int root, uint64
           const std::vector<double>& source) {
   const int p = darray::process_index();
   if (p == 0)
-    std::cout << "\n" << dec.name << ": " << dec.sharding << "\n"
+    std::cout << "\n"
+              << dec.name << ": " << dec.sharding << "\n"
               << darray::visualize_sharding(dec.sharding, shape) << std::flush;
   darray::reset_array_transfer_stats();
   const auto a = darray::scatter_from_root<double, 2>(root, source, shape, dec.sharding);
@@ -129,8 +130,9 @@ bool load(const Decomposition& dec, const darray::Shape& shape, int root, uint64
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"sharded-load: scatter a 1024x128 array from one process with 1-D and 2-D decompositions and check "
-               "every block (the JAX multi-controller tutorial's \"loading data from a single source\")"};
+  CLI::App app{
+      "sharded-load: scatter a 1024x128 array from one process with 1-D and 2-D decompositions and check "
+      "every block (the JAX multi-controller tutorial's \"loading data from a single source\")"};
   int64_t rows = 1024, cols = 128;
   int root = 0;
   uint64_t seed = 42;
@@ -156,8 +158,8 @@ int main(int argc, char** argv) {
       source.resize(static_cast<std::size_t>(rows * cols));
       for (int64_t f = 0; f < rows * cols; ++f) source[static_cast<std::size_t>(f)] = source_value(seed, f);
       if (inject_error && !source.empty()) source[source.size() / 3] += 1.0;
-      std::cout << "Initial Process " << p << " has array " << shape_text(shape) << " ("
-                << darray::process_count() << " processes, " << darray::device_count() << " devices)\n"
+      std::cout << "Initial Process " << p << " has array " << shape_text(shape) << " (" << darray::process_count()
+                << " processes, " << darray::device_count() << " devices)\n"
                 << std::flush;
     }
     std::vector<Decomposition> decs{

@@ -5,8 +5,8 @@
 #include <mpi.h>
 
 #include <Kokkos_Core.hpp>
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cstdint>
 #include <map>
 #include <random>
@@ -222,7 +222,7 @@ std::vector<Layout> test_layouts(int random_count, uint64_t seed) {
   out.push_back(Layout{line, PartitionSpec{"x"}, uneven});
   out.push_back(Layout{line, PartitionSpec{}, uneven});  // fully replicated
   Shape tiny(N, 2);
-  tiny[0] = n > 1 ? n - 1 : 0;                      // some shards empty
+  tiny[0] = n > 1 ? n - 1 : 0;  // some shards empty
   out.push_back(Layout{line, PartitionSpec{"x"}, tiny});
   if (N >= 2) out.push_back(Layout{line, PartitionSpec{none, "x"}, uneven});
   std::mt19937_64 rng(seed);

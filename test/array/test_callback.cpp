@@ -33,13 +33,15 @@ void check_callback_at_rank(int random_count, uint64_t seed) {
     const NamedSharding s = layout.sharding();
     std::map<std::string, int> calls;
     const auto a = make_array_from_callback<T, N>(layout.shape, s, BlockLoader<T>{layout.shape, 5, &calls});
-    std::string err = darray::testing::check_shards(a, [](int64_t f) { return darray::testing::salted_value<T>(f, 5); });
+    std::string err =
+        darray::testing::check_shards(a, [](int64_t f) { return darray::testing::salted_value<T>(f, 5); });
     // Exactly the distinct non-empty blocks of this process were asked for, once each.
     std::map<std::string, int> expected;
     for (const auto& [device, index] : s.addressable_devices_indices_map(layout.shape))
       if (volume(index) > 0) expected[to_string(index)] = 1;
     if (err.empty() && calls != expected)
-      err = "callback asked for " + std::to_string(calls.size()) + " blocks, expected " + std::to_string(expected.size());
+      err =
+          "callback asked for " + std::to_string(calls.size()) + " blocks, expected " + std::to_string(expected.size());
     INFO(err);
     REQUIRE(all_ok(err.empty()));
   }
@@ -98,24 +100,33 @@ TEST_CASE("make_array_from_callback errors are raised on every process") {
   const NamedSharding s(make_mesh({n}, {"x"}), P{"x"});
   const Shape shape{2 * n, 3};
   // Wrong block size on every process.
-  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument,
-                            (make_array_from_callback<float, 2>(shape, s, [](const Index&) { return std::vector<float>(5); })),
-                            "make_array_from_callback", "returned 5 elements for block", "expected 6");
+  DARRAY_REQUIRE_THROWS_ALL(
+      InvalidArgument,
+      (make_array_from_callback<float, 2>(shape, s, [](const Index&) { return std::vector<float>(5); })),
+      "make_array_from_callback", "returned 5 elements for block", "expected 6");
   // Wrong block size on the last process only: the others must throw too (naming the process when there are several).
   const int last = process_count() - 1;
-  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, (make_array_from_callback<float, 2>(shape, s, [&](const Index& index) {
-                              return std::vector<float>(process_index() == last ? 1 : static_cast<std::size_t>(volume(index)));
-                            })),
-                            "returned 1 elements", process_count() > 1 ? "process " : "");
+  DARRAY_REQUIRE_THROWS_ALL(
+      InvalidArgument,
+      (make_array_from_callback<float, 2>(shape, s,
+                                          [&](const Index& index) {
+                                            return std::vector<float>(
+                                                process_index() == last ? 1 : static_cast<std::size_t>(volume(index)));
+                                          })),
+      "returned 1 elements", process_count() > 1 ? "process " : "");
   // Element type mismatch.
-  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, (make_array_from_callback<float, 2>(shape, s, [](const Index& index) {
-                              return std::vector<double>(static_cast<std::size_t>(volume(index)));
-                            })),
-                            "the callback's result has element type float64", "dtype is float32");
+  DARRAY_REQUIRE_THROWS_ALL(
+      InvalidArgument,
+      (make_array_from_callback<float, 2>(
+          shape, s, [](const Index& index) { return std::vector<double>(static_cast<std::size_t>(volume(index))); })),
+      "the callback's result has element type float64", "dtype is float32");
   // A callback that throws on process 0 only.
-  DARRAY_REQUIRE_THROWS_ALL(Error, (make_array_from_callback<float, 2>(shape, s, [&](const Index& index) {
-                              if (process_index() == 0) throw std::runtime_error("cannot open data.bin");
-                              return std::vector<float>(static_cast<std::size_t>(volume(index)));
-                            })),
-                            "cannot open data.bin");
+  DARRAY_REQUIRE_THROWS_ALL(
+      Error,
+      (make_array_from_callback<float, 2>(shape, s,
+                                          [&](const Index& index) {
+                                            if (process_index() == 0) throw std::runtime_error("cannot open data.bin");
+                                            return std::vector<float>(static_cast<std::size_t>(volume(index)));
+                                          })),
+      "cannot open data.bin");
 }

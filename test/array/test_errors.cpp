@@ -55,6 +55,6 @@ TEST_CASE("negative extents and meshes of another job are rejected") {
   std::vector<int> counts(static_cast<std::size_t>(process_count() + 1), 1);
   const auto table = make_device_table(counts);
   const NamedSharding foreign(Mesh(table, {static_cast<int64_t>(table.size())}, {"x"}), P{"x"});
-  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, (zeros<double, 1>({8}, foreign)), "darray::zeros:",
-                            "the sharding's mesh has devices of process", "but the job has");
+  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, (zeros<double, 1>({8}, foreign)),
+                            "darray::zeros:", "the sharding's mesh has devices of process", "but the job has");
 }

@@ -94,8 +94,7 @@ TEST_CASE("shards print like JAX's global_shards") {
     os << g;
     std::ostringstream want;
     want << "Shard(device=" << g.device << ", index=(" << 4 * g.device.id << ":" << 4 * g.device.id + 4
-         << ", 0:2), replica_id=0, data="
-         << (g.device.process_index == process_index() ? "float64[4, 2])" : "None)");
+         << ", 0:2), replica_id=0, data=" << (g.device.process_index == process_index() ? "float64[4, 2])" : "None)");
     ok = ok && os.str() == want.str();
     INFO(os.str() << " vs " << want.str());
   }
@@ -106,7 +105,8 @@ TEST_CASE("rank-0 arrays hold one element on every device") {
   const NamedSharding s(make_mesh({device_count()}, {"x"}), P{});
   const auto a = full<int32_t, 0>({}, 42, s);
   bool ok = static_cast<int>(a.addressable_shards().size()) == local_device_count();
-  for (const auto& sh : a.addressable_shards()) ok = ok && darray::testing::shard_to_host(sh.data) == std::vector<int32_t>{42};
+  for (const auto& sh : a.addressable_shards())
+    ok = ok && darray::testing::shard_to_host(sh.data) == std::vector<int32_t>{42};
   REQUIRE(all_ok(ok));
   const auto g = process_allgather(iota<double, 0>({}, s));
   REQUIRE(all_ok(g.size() == 1 && g[0] == 0.0));

@@ -41,8 +41,10 @@ void check_round_trip_at_rank(int random_count, uint64_t seed) {
     for (const auto& [device, index] : s.addressable_devices_indices_map(layout.shape))
       ok = ok && (volume(index) == 0 || contains(box, index));
     const auto a = make_array_from_process_local_data<T, N>(s, local, layout.shape);
-    std::string err = darray::testing::check_shards(a, [](int64_t f) { return darray::testing::salted_value<T>(f, 3); });
-    if (err.empty() && global_array_to_host_local(a) != local) err = "global_array_to_host_local differs from the input";
+    std::string err =
+        darray::testing::check_shards(a, [](int64_t f) { return darray::testing::salted_value<T>(f, 3); });
+    if (err.empty() && global_array_to_host_local(a) != local)
+      err = "global_array_to_host_local differs from the input";
     // iota's host-local view is the global indices of the box.
     if (err.empty()) {
       const auto host = global_array_to_host_local(iota<T, N>(layout.shape, s));
@@ -94,7 +96,8 @@ TEST_CASE("process-local data errors are raised on every process") {
   auto data = right;
   if (process_index() == process_count() - 1) data.push_back(0);
   DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, (make_array_from_process_local_data<float, 2>(rows, data, shape)),
-                            "make_array_from_process_local_data", "local_data has", "elements but this process's devices hold the box");
+                            "make_array_from_process_local_data", "local_data has",
+                            "elements but this process's devices hold the box");
   // A view whose shape does not fit the box, though its size does.
   Kokkos::View<float**, Kokkos::LayoutRight, Kokkos::HostSpace> wrong("wrong", 3, 4 * local_device_count());
   DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, (make_array_from_process_local_data<float, 2>(rows, wrong, shape)),

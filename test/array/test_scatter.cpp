@@ -22,7 +22,8 @@ int64_t own_distinct_volume(const NamedSharding& s, const Shape& shape) {
 template <class T>
 std::vector<T> salted_source(const Shape& shape, int64_t seed) {
   std::vector<T> data(static_cast<std::size_t>(volume(shape)));
-  for (std::size_t i = 0; i < data.size(); ++i) data[i] = darray::testing::salted_value<T>(static_cast<int64_t>(i), seed);
+  for (std::size_t i = 0; i < data.size(); ++i)
+    data[i] = darray::testing::salted_value<T>(static_cast<int64_t>(i), seed);
   return data;
 }
 
@@ -58,7 +59,8 @@ void check_scatter_at_rank(int random_count, uint64_t seed) {
       for (int p = 0; p < process_count(); ++p) {
         if (p == root) continue;
         bool any = false;
-        for (const auto& [device, index] : s.addressable_devices_indices_map(layout.shape, p)) any = any || volume(index) > 0;
+        for (const auto& [device, index] : s.addressable_devices_indices_map(layout.shape, p))
+          any = any || volume(index) > 0;
         receivers += any ? 1 : 0;
       }
       if (st.messages_sent != static_cast<std::size_t>(receivers))
@@ -105,7 +107,8 @@ TEST_CASE("replicated scatter: each process receives a block once however many r
   const auto a = scatter_from_root<double, 2>(0, source, shape, s);
   const auto st = array_transfer_stats();
   bool ok = process_index() == 0 || (st.messages_received == 1 && st.bytes_received == 21 * sizeof(double));
-  std::string err = darray::testing::check_shards(a, [](int64_t f) { return darray::testing::salted_value<double>(f, 8); });
+  std::string err =
+      darray::testing::check_shards(a, [](int64_t f) { return darray::testing::salted_value<double>(f, 8); });
   if (err.empty()) err = darray::testing::replicas_agree(a);
   INFO(err);
   REQUIRE(all_ok(ok && err.empty()));
@@ -127,7 +130,8 @@ TEST_CASE("scatter_from_root never stages the global array off the root") {
   bool ok = st.largest_staging_bytes <= own_bytes;
   if (process_count() > 1) ok = ok && st.largest_staging_bytes < global_bytes;
   if (process_index() == root) ok = ok && st.staging_bytes == 0;
-  std::string err = darray::testing::check_shards(a, [](int64_t f) { return darray::testing::salted_value<float>(f, 2); });
+  std::string err =
+      darray::testing::check_shards(a, [](int64_t f) { return darray::testing::salted_value<float>(f, 2); });
   INFO(err << " largest staging " << st.largest_staging_bytes << " own " << own_bytes);
   REQUIRE(all_ok(ok && err.empty()));
 }
@@ -138,8 +142,8 @@ TEST_CASE("scatter_from_root errors are raised on every process") {
   const Shape shape{2 * n, 3};
   const std::vector<float> full_data(static_cast<std::size_t>(volume(shape)));
   const int np = process_count();
-  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, (scatter_from_root<float, 2>(np, full_data, shape, s)), "scatter_from_root",
-                            "root process", "is out of range; the job has");
+  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, (scatter_from_root<float, 2>(np, full_data, shape, s)),
+                            "scatter_from_root", "root process", "is out of range; the job has");
   DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, (scatter_from_root<float, 2>(-1, full_data, shape, s)),
                             "root process -1 is out of range");
   // The root passes too little data; only it can tell, yet every process throws.

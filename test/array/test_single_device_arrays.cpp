@@ -22,7 +22,8 @@ std::vector<std::pair<Device, View2>> iota_views(const NamedSharding& s, const S
     Kokkos::deep_copy(v, h);
     out.emplace_back(device, v);
   }
-  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first.local_index < b.first.local_index; });
+  std::sort(out.begin(), out.end(),
+            [](const auto& a, const auto& b) { return a.first.local_index < b.first.local_index; });
   return out;
 }
 
@@ -80,11 +81,13 @@ TEST_CASE("make_array_from_single_device_arrays errors are raised on every proce
   if (process_count() > 1) {
     for (const Device& d : devices())
       if (d.process_index != process_index()) wrong_device.back().first = d;
-    DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, (make_array_from_single_device_arrays<double, 2>(shape, s, wrong_device)),
+    DARRAY_REQUIRE_THROWS_ALL(InvalidArgument,
+                              (make_array_from_single_device_arrays<double, 2>(shape, s, wrong_device)),
                               "a view is given for", "which is not a device of this process");
   } else if (tagged.size() > 1) {
     wrong_device.back().first = tagged.front().first;
-    DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, (make_array_from_single_device_arrays<double, 2>(shape, s, wrong_device)),
+    DARRAY_REQUIRE_THROWS_ALL(InvalidArgument,
+                              (make_array_from_single_device_arrays<double, 2>(shape, s, wrong_device)),
                               "two views are given for");
   }
   // A device missing from the tagged list.

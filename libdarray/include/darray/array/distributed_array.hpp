@@ -27,11 +27,12 @@ struct AdoptShards {};
 template <class T, int N, class MemorySpace = DefaultMemorySpace>
 class DistributedArray {
   static_assert(detail::is_element_type_v<T>,
-                "DistributedArray elements are integers (not bool: gathers return std::vector<T>), float, double, Kokkos::complex<float> or "
+                "DistributedArray elements are integers (not bool: gathers return std::vector<T>), float, double, "
+                "Kokkos::complex<float> or "
                 "Kokkos::complex<double>");
   static_assert(N >= 0 && N <= 8, "DistributedArray rank N must be 0..8 (Kokkos views have at most 8 dims)");
 
-public:
+ public:
   using value_type = T;
   using memory_space = MemorySpace;
   using shard_type = Shard<T, N, MemorySpace>;
@@ -76,7 +77,7 @@ public:
   bool is_fully_addressable() const { return m_sharding.is_fully_addressable(); }
   bool is_fully_replicated() const { return m_sharding.is_fully_replicated(); }
 
-private:
+ private:
   Shape m_shape;
   NamedSharding m_sharding;
   std::vector<shard_type> m_shards;

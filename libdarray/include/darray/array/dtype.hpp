@@ -17,9 +17,9 @@ struct is_kokkos_complex<Kokkos::complex<R>> : std::true_type {};
 
 template <class T>
 inline constexpr bool is_element_type_v =
-    (std::is_integral<T>::value && !std::is_same<T, bool>::value) || std::is_same<T, float>::value ||
-    std::is_same<T, double>::value || std::is_same<T, Kokkos::complex<float>>::value ||
-    std::is_same<T, Kokkos::complex<double>>::value;
+    (std::is_integral<T>::value && !std::is_same<T, bool>::value) || std::is_same<T, float>::value
+    || std::is_same<T, double>::value || std::is_same<T, Kokkos::complex<float>>::value
+    || std::is_same<T, Kokkos::complex<double>>::value;
 
 template <class T>
 std::string integral_dtype_name() {
@@ -33,13 +33,20 @@ std::string integral_dtype_name() {
 template <class T>
 std::string dtype_name() {
   using U = std::remove_cv_t<T>;
-  if constexpr (std::is_same<U, bool>::value) return "bool";
-  else if constexpr (std::is_integral<U>::value) return detail::integral_dtype_name<U>();
-  else if constexpr (std::is_same<U, float>::value) return "float32";
-  else if constexpr (std::is_same<U, double>::value) return "float64";
-  else if constexpr (std::is_same<U, Kokkos::complex<float>>::value) return "complex64";
-  else if constexpr (std::is_same<U, Kokkos::complex<double>>::value) return "complex128";
-  else return "unsupported(" + std::to_string(sizeof(U)) + " bytes)";
+  if constexpr (std::is_same<U, bool>::value)
+    return "bool";
+  else if constexpr (std::is_integral<U>::value)
+    return detail::integral_dtype_name<U>();
+  else if constexpr (std::is_same<U, float>::value)
+    return "float32";
+  else if constexpr (std::is_same<U, double>::value)
+    return "float64";
+  else if constexpr (std::is_same<U, Kokkos::complex<float>>::value)
+    return "complex64";
+  else if constexpr (std::is_same<U, Kokkos::complex<double>>::value)
+    return "complex128";
+  else
+    return "unsupported(" + std::to_string(sizeof(U)) + " bytes)";
 }
 
 // The element a flat row-major global index becomes in iota(): static_cast for real types, (index, 0) for complex.

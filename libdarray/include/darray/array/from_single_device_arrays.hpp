@@ -34,9 +34,9 @@ inline std::string local_mesh_devices(const std::vector<DeviceBlock>& devs) {
 // such as Unmanaged may differ).
 template <class T, int N, class MemorySpace, class View>
 inline constexpr bool view_compatible_v =
-    std::is_same<typename View::value_type, T>::value && static_cast<int>(View::traits::rank) == N &&
-    std::is_same<typename View::array_layout, Kokkos::LayoutRight>::value &&
-    std::is_same<typename View::memory_space, MemorySpace>::value;
+    std::is_same<typename View::value_type, T>::value&& static_cast<int>(View::traits::rank) ==
+    N&& std::is_same<typename View::array_layout,
+                     Kokkos::LayoutRight>::value&& std::is_same<typename View::memory_space, MemorySpace>::value;
 
 // Static properties of the views, checked before any communication: they are template types, alike everywhere.
 template <class T, int N, class MemorySpace, class View>
@@ -46,8 +46,7 @@ void check_view_type(const char* api) {
   DARRAY_THROW_IF((std::is_const<typename View::value_type>::value), InvalidArgument, api,
                   "the views have const elements; the array adopts them and needs writable views");
   constexpr int rank = static_cast<int>(View::traits::rank);
-  DARRAY_THROW_IF(rank != N, InvalidArgument, api,
-                  "the views have rank " << rank << " but the array has rank " << N);
+  DARRAY_THROW_IF(rank != N, InvalidArgument, api, "the views have rank " << rank << " but the array has rank " << N);
   DARRAY_THROW_IF((!std::is_same<typename View::array_layout, Kokkos::LayoutRight>::value), InvalidArgument, api,
                   "the views are not LayoutRight; shards are row-major (Kokkos::LayoutRight) views");
   DARRAY_THROW_IF((!std::is_same<typename View::memory_space, MemorySpace>::value), InvalidArgument, api,
@@ -84,7 +83,8 @@ DistributedArray<T, N, MemorySpace> adopt_views(const char* api, const Shape& sh
                                         << device << " the block " << db.index << " of shape " << shape_str(expected)
                                         << " of the global shape " << shape_str(shape));
         DARRAY_THROW_IF(!view.span_is_contiguous(), InvalidArgument, api,
-                        "the view for " << device << " is not contiguous (a strided subview?); shards need "
+                        "the view for " << device
+                                        << " is not contiguous (a strided subview?); shards need "
                                            "contiguous views");
         shards[it->second] =
             typename Array::shard_type{db.device, db.index, db.replica_id, typename Array::view_type(view)};

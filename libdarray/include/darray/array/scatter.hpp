@@ -62,7 +62,8 @@ DistributedArray<T, N, MemorySpace> scatter_from_root(int root_process, const Ho
         detail::send_elements(source + *off, n, p, detail::scatter_tag, api);
       } else {
         staging.reserve(n, api);
-        for (const detail::Block& b : theirs) detail::copy_box(source, whole, staging.data() + b.offset, b.index, b.index);
+        for (const detail::Block& b : theirs)
+          detail::copy_box(source, whole, staging.data() + b.offset, b.index, b.index);
         detail::send_elements(staging.data(), n, p, detail::scatter_tag, api);
       }
     }

@@ -16,7 +16,7 @@ struct ArrayTransferStats {
   std::size_t bytes_sent = 0;
   std::size_t messages_received = 0;
   std::size_t bytes_received = 0;
-  std::size_t broadcasts = 0;             // broadcasts this process took part in (process_allgather)
+  std::size_t broadcasts = 0;  // broadcasts this process took part in (process_allgather)
 };
 
 namespace detail {

@@ -25,10 +25,10 @@ std::vector<Shard<T, N, MemorySpace>> allocate_shards(const std::vector<DeviceBl
   std::vector<Shard<T, N, MemorySpace>> shards;
   shards.reserve(devs.size());
   for (const DeviceBlock& db : devs)
-    shards.push_back(Shard<T, N, MemorySpace>{
-        db.device, db.index, db.replica_id,
-        allocate_view<T, N, MemorySpace>("darray::shard(" + to_string(db.device) + ")", box_shape(db.index),
-                                         initialize)});
+    shards.push_back(
+        Shard<T, N, MemorySpace>{db.device, db.index, db.replica_id,
+                                 allocate_view<T, N, MemorySpace>("darray::shard(" + to_string(db.device) + ")",
+                                                                  box_shape(db.index), initialize)});
   return shards;
 }
 

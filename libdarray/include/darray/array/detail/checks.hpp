@@ -50,9 +50,9 @@ void check_array_args(const char* api, const Shape& shape, const NamedSharding& 
 
 inline void check_root(const char* api, int root) {
   const int n = process_count();
-  DARRAY_THROW_IF(root < 0 || root >= n, InvalidArgument, api,
-                  "root process " << root << " is out of range; the job has " << n << " processes (0.." << n - 1
-                                  << ")");
+  DARRAY_THROW_IF(
+      root < 0 || root >= n, InvalidArgument, api,
+      "root process " << root << " is out of range; the job has " << n << " processes (0.." << n - 1 << ")");
 }
 
 // The element type of a contiguous container (std::vector, std::array, a host Kokkos view, a C array).

@@ -25,7 +25,7 @@ inline constexpr int gather_tag = 0x5a02;
 // byte is overwritten by a pack or a receive.
 template <class T>
 class StagingBuffer {
-public:
+ public:
   StagingBuffer() = default;
   explicit StagingBuffer(int64_t count, const char* api) { reserve(count, api); }
   // Grows to at least count elements (contents are not kept).
@@ -39,7 +39,7 @@ public:
   T* data() { return m_data.get(); }
   const T* data() const { return m_data.get(); }
 
-private:
+ private:
   std::unique_ptr<T[]> m_data;
   int64_t m_count = 0;
 };
