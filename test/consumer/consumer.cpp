@@ -2,8 +2,8 @@
 // and device queries. Built twice by test/consumer: against the installed CMake package, and with nothing but an
 // include path (header-only use). Compiling the umbrella header checks that every public header is installed
 // and self-contained; running it under mpiexec checks the result links and starts.
-#include <darray/darray.hpp>
 #include <mpi.h>
+#include <darray/darray.hpp>
 
 #include <iostream>
 #include <sstream>
