@@ -1,0 +1,182 @@
+// The cuFFT backend of the local FFTs (GPU builds: included only where Kokkos has CUDA). cuFFT's advanced layout
+// has one batch dim and one stride for a contiguous run of transformed dims, so a problem is split into runs of
+// consecutive dims, each a 64-bit plan (cufftMakePlanMany64) looped over the dims outside it when both sides of
+// the run hold loops. Plain pointers and a stream in, so this file needs only cuda_runtime.h and cufft.h.
+#pragma once
+
+#include <cuda_runtime.h>
+#include <cufft.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "darray/core/error.hpp"
+#include "darray/fft/detail/local_problem.hpp"
+
+#define DARRAY_CUFFT_CHECK(call)                                                              \
+  do {                                                                                        \
+    const cufftResult darray_cufft_rc_ = (call);                                              \
+    DARRAY_THROW_IF(darray_cufft_rc_ != CUFFT_SUCCESS, Error, "cuFFT",                        \
+                    #call << " returned cufftResult " << static_cast<int>(darray_cufft_rc_)); \
+  } while (false)
+
+namespace darray {
+namespace fft {
+namespace detail {
+
+template <class R>
+struct CufftApi;
+
+template <>
+struct CufftApi<double> {
+  using complex_type = cufftDoubleComplex;
+  static constexpr cufftType c2c = CUFFT_Z2Z, r2c = CUFFT_D2Z, c2r = CUFFT_Z2D;
+  static void exec_c2c(cufftHandle h, void* in, void* out, int dir) {
+    DARRAY_CUFFT_CHECK(cufftExecZ2Z(h, static_cast<complex_type*>(in), static_cast<complex_type*>(out), dir));
+  }
+  static void exec_r2c(cufftHandle h, void* in, void* out) {
+    DARRAY_CUFFT_CHECK(cufftExecD2Z(h, static_cast<double*>(in), static_cast<complex_type*>(out)));
+  }
+  static void exec_c2r(cufftHandle h, void* in, void* out) {
+    DARRAY_CUFFT_CHECK(cufftExecZ2D(h, static_cast<complex_type*>(in), static_cast<double*>(out)));
+  }
+};
+
+template <>
+struct CufftApi<float> {
+  using complex_type = cufftComplex;
+  static constexpr cufftType c2c = CUFFT_C2C, r2c = CUFFT_R2C, c2r = CUFFT_C2R;
+  static void exec_c2c(cufftHandle h, void* in, void* out, int dir) {
+    DARRAY_CUFFT_CHECK(cufftExecC2C(h, static_cast<complex_type*>(in), static_cast<complex_type*>(out), dir));
+  }
+  static void exec_r2c(cufftHandle h, void* in, void* out) {
+    DARRAY_CUFFT_CHECK(cufftExecR2C(h, static_cast<float*>(in), static_cast<complex_type*>(out)));
+  }
+  static void exec_c2r(cufftHandle h, void* in, void* out) {
+    DARRAY_CUFFT_CHECK(cufftExecC2R(h, static_cast<complex_type*>(in), static_cast<float*>(out)));
+  }
+};
+
+template <class R>
+class CufftPlan {
+  using Api = CufftApi<R>;
+
+  // One run of consecutive transformed dims [lo, hi]: a batched plan, executed `outer` times `outer_step` apart.
+  struct Run {
+    Kind kind = Kind::c2c;
+    cufftHandle handle = 0;
+    int64_t outer = 1;
+    int64_t in_outer_step = 0, out_outer_step = 0;  // elements
+  };
+
+ public:
+  // Kokkos' stream, so the transforms queue behind the kernels that wrote the data and before those that read it.
+  CufftPlan(const LocalProblem& problem, cudaStream_t stream) : m_problem(problem) {
+    const LocalProblem& pb = problem;
+    std::vector<std::vector<int>> runs;
+    for (int d : pb.dims) {
+      if (runs.empty() || runs.back().back() + 1 != d) runs.emplace_back();
+      runs.back().push_back(d);
+    }
+    // r2c transforms the run holding the halved dim first; c2r last; the c2c runs go in place on the complex side.
+    if (pb.kind == Kind::r2c) std::rotate(runs.begin(), runs.end() - 1, runs.end());
+    try {
+      for (std::size_t k = 0; k < runs.size(); ++k) {
+        const bool halved = pb.kind != Kind::c2c && runs[k].back() == 2;
+        make_run(runs[k], halved ? pb.kind : Kind::c2c, stream);
+      }
+    } catch (...) {
+      destroy();
+      throw;
+    }
+  }
+  CufftPlan(const CufftPlan&) = delete;
+  CufftPlan& operator=(const CufftPlan&) = delete;
+  ~CufftPlan() { destroy(); }
+
+  // in and out hold the problem's blocks; for c2r, `in` is overwritten (as by cuFFT's own multi-dim c2r).
+  void execute(void* in, void* out) {
+    const LocalProblem& pb = m_problem;
+    void* src = in;
+    for (const Run& run : m_runs) {
+      // c2c and r2c problems end in `out` (later runs in place there); a c2r problem runs its c2c runs in place on
+      // `in` and only its last (c2r) run writes `out`.
+      void* dst = pb.kind == Kind::c2r && run.kind == Kind::c2c ? in : out;
+      const std::size_t is = run.kind == Kind::r2c ? sizeof(R) : 2 * sizeof(R);
+      const std::size_t os = run.kind == Kind::c2r ? sizeof(R) : 2 * sizeof(R);
+      for (int64_t o = 0; o < run.outer; ++o) {
+        void* i = static_cast<std::byte*>(src) + static_cast<std::size_t>(o * run.in_outer_step) * is;
+        void* t = static_cast<std::byte*>(dst) + static_cast<std::size_t>(o * run.out_outer_step) * os;
+        switch (run.kind) {
+          case Kind::c2c:
+            Api::exec_c2c(run.handle, i, t, pb.forward ? CUFFT_FORWARD : CUFFT_INVERSE);
+            break;
+          case Kind::r2c:
+            Api::exec_r2c(run.handle, i, t);
+            break;
+          case Kind::c2r:
+            Api::exec_c2r(run.handle, i, t);
+            break;
+        }
+      }
+      src = dst;
+    }
+  }
+
+ private:
+  void make_run(const std::vector<int>& run_dims, Kind kind, cudaStream_t stream) {
+    const LocalProblem& pb = m_problem;
+    // c2c runs inside an r2c or c2r problem work on the complex block in place.
+    const Shape& in_ext = kind == Kind::c2c && pb.kind == Kind::r2c ? pb.out_block : pb.in_block;
+    const Shape& out_ext = kind == Kind::c2c && pb.kind == Kind::c2r ? pb.in_block : pb.out_block;
+    const int lo = run_dims.front(), hi = run_dims.back();
+    const int rank = static_cast<int>(run_dims.size());
+    std::vector<long long> n, inembed, onembed;
+    for (int d = lo; d <= hi; ++d) {
+      n.push_back(pb.logical(d));
+      inembed.push_back(in_ext[static_cast<std::size_t>(d)]);
+      onembed.push_back(out_ext[static_cast<std::size_t>(d)]);
+    }
+    int64_t outer = 1, inner = 1, in_run = 1, out_run = 1;
+    for (int d = 0; d < lo; ++d) outer *= in_ext[static_cast<std::size_t>(d)];
+    for (int d = hi + 1; d < static_cast<int>(in_ext.size()); ++d) inner *= in_ext[static_cast<std::size_t>(d)];
+    for (int d = lo; d <= hi; ++d) {
+      in_run *= in_ext[static_cast<std::size_t>(d)];
+      out_run *= out_ext[static_cast<std::size_t>(d)];
+    }
+    Run r;
+    r.kind = kind;
+    long long istride = 1, ostride = 1, idist = in_run, odist = out_run, batch = outer;
+    r.outer = 1;
+    if (inner > 1) {  // transformed dims are strided by `inner`; batch over the inner loop, loop over the outer one
+      istride = ostride = inner;
+      idist = odist = 1;
+      batch = inner;
+      r.outer = outer;
+      r.in_outer_step = in_run * inner;
+      r.out_outer_step = out_run * inner;
+    }
+    const cufftType type = kind == Kind::c2c ? Api::c2c : kind == Kind::r2c ? Api::r2c : Api::c2r;
+    DARRAY_CUFFT_CHECK(cufftCreate(&r.handle));
+    m_runs.push_back(r);  // owned from here on, so destroy() frees it if planning fails
+    std::size_t work = 0;
+    DARRAY_CUFFT_CHECK(cufftMakePlanMany64(r.handle, rank, n.data(), inembed.data(), istride, idist, onembed.data(),
+                                           ostride, odist, type, batch, &work));
+    DARRAY_CUFFT_CHECK(cufftSetStream(r.handle, stream));
+  }
+
+  void destroy() noexcept {
+    for (Run& r : m_runs)
+      if (r.handle != 0) cufftDestroy(r.handle);
+    m_runs.clear();
+  }
+
+  LocalProblem m_problem;
+  std::vector<Run> m_runs;
+};
+
+}  // namespace detail
+}  // namespace fft
+}  // namespace darray

@@ -1,0 +1,50 @@
+// One local FFT problem as the backends see it: a row-major block, the dims transformed, the rest looped over
+// ("howmany" dims), for complex-to-complex, real-to-complex or complex-to-real. Backend-neutral, so FFTW and cuFFT
+// plan from the same description.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "darray/core/index.hpp"
+
+namespace darray {
+namespace fft {
+namespace detail {
+
+enum class Kind { c2c, r2c, c2r };
+
+struct LocalProblem {
+  Kind kind = Kind::c2c;
+  bool forward = true;    // c2c sign; r2c is always forward, c2r always backward
+  Shape in_block;         // extents of the input block (real for r2c, complex otherwise)
+  Shape out_block;        // extents of the output block (real for c2r); differs from in_block only in dim 2
+  std::vector<int> dims;  // transformed dims, increasing; for r2c/c2r the last one is the halved dim (2)
+  bool in_place = false;  // c2c only
+
+  // The real (logical) length of each transformed dim.
+  int64_t logical(int d) const {
+    const auto k = static_cast<std::size_t>(d);
+    return kind == Kind::c2r ? out_block[k] : in_block[k];
+  }
+  bool transformed(int d) const {
+    for (int t : dims)
+      if (t == d) return true;
+    return false;
+  }
+  // No element to transform (a device whose block is empty in a looped dim): nothing to plan or run.
+  bool empty() const { return volume(in_block) == 0 || volume(out_block) == 0; }
+};
+
+inline bool operator<(const LocalProblem& a, const LocalProblem& b) {
+  if (a.kind != b.kind) return a.kind < b.kind;
+  if (a.forward != b.forward) return a.forward < b.forward;
+  if (a.in_place != b.in_place) return a.in_place < b.in_place;
+  if (a.dims != b.dims) return a.dims < b.dims;
+  if (a.in_block != b.in_block) return a.in_block < b.in_block;
+  return a.out_block < b.out_block;
+}
+
+}  // namespace detail
+}  // namespace fft
+}  // namespace darray

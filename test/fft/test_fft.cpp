@@ -1,0 +1,267 @@
+// Distributed 3-D FFTs against serial FFTW on the gathered array, at 1-4 processes x 1-4 host devices: random
+// inputs on slab and pencil meshes (every 2-D factorisation of the device count), uneven shapes with empty blocks,
+// replicated and multi-axis specs, both output layouts, double and float, c2c and r2c/c2r, every normalisation.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "darray/darray.hpp"
+#include "fft_test_util.hpp"
+#include "mpi_test.hpp"
+
+using namespace darray;
+using darray::testing::all_ok;
+using fft_test::relative_error;
+using fft_test::Serial;
+
+namespace {
+
+using C = Kokkos::complex<double>;
+using Cf = Kokkos::complex<float>;
+
+// The specs a mesh is tested with: slabs over each dim on a 1-D mesh; pencils in every orientation, an axis
+// pair on one dim, and a replicated axis on a 2-D mesh.
+std::vector<PartitionSpec> specs_for(const Mesh& mesh, bool real) {
+  if (mesh.ndim() == 1) {
+    if (real) return {P("x"), P(none, "x")};
+    return {P("x"), P(none, "x"), P(none, none, "x")};
+  }
+  if (real) return {P("r", "c", none), P("c", "r"), P(axes("r", "c")), P(none, "r")};
+  return {P("r", "c", none), P(none, "r", "c"), P("r", none, "c"), P("c", "r"), P(axes("c", "r")), P(none, none, "r")};
+}
+
+const std::vector<Shape> shapes = {{6, 5, 4}, {3, 7, 2}};
+
+template <class R>
+void check_c2c(double tolerance) {
+  using CT = Kokkos::complex<R>;
+  uint64_t seed = 1;
+  for (const Mesh& mesh : fft_test::test_meshes())
+    for (const PartitionSpec& spec : specs_for(mesh, false))
+      for (const Shape& shape : shapes)
+        for (auto layout : {fft::OutputLayout::same, fft::OutputLayout::transposed}) {
+          const NamedSharding sharding(mesh, spec);
+          fft::Options options;
+          options.output = layout;
+          const fft::Plan<R> plan(shape, sharding, options);
+          INFO(sharding << " shape " << shape_to_string(shape) << " layout " << layout);
+          const auto x = fft_test::random_array<CT>(shape, sharding, seed++);
+          const auto y = plan.forward(x);
+          REQUIRE(all_ok(y.sharding() == plan.output_sharding() && y.shape() == shape));
+          const auto gx = process_allgather(x);
+          const auto expect = Serial<R>::c2c(gx, shape, FFTW_FORWARD);
+          const double err = relative_error(process_allgather(y), expect);
+          INFO("forward error " << err);
+          REQUIRE(all_ok(err < tolerance));
+          const auto z = plan.backward(y);
+          REQUIRE(all_ok(z.sharding() == sharding));
+          const double back = relative_error(process_allgather(z), gx);
+          INFO("round-trip error " << back);
+          REQUIRE(all_ok(back < tolerance));
+          // The transforms never write their argument.
+          REQUIRE(all_ok(relative_error(process_allgather(x), gx) == 0.0));
+          REQUIRE(all_ok(relative_error(process_allgather(y), expect) == err));
+          // Slabs transpose once, pencils twice, and the same layout costs one more.
+          const int expected_transposes = static_cast<int>(plan.stages().size()) - 1 +
+                                          (layout == fft::OutputLayout::same && plan.stages().size() > 1 ? 1 : 0);
+          REQUIRE(all_ok(plan.transposes() == expected_transposes));
+        }
+}
+
+TEST_CASE("c2c double: forward equals serial FFTW, backward(forward(x)) == x to 1e-12", "[fft]") {
+  check_c2c<double>(1e-12);
+}
+
+TEST_CASE("c2c float: forward equals serial fftwf, round trip to 1e-5", "[fft]") { check_c2c<float>(1e-5); }
+
+template <class R>
+void check_real(double tolerance) {
+  uint64_t seed = 100;
+  for (const Mesh& mesh : fft_test::test_meshes())
+    for (const PartitionSpec& spec : specs_for(mesh, true))
+      for (const Shape& shape : {Shape{5, 4, 6}, Shape{4, 3, 7}})
+        for (auto layout : {fft::OutputLayout::same, fft::OutputLayout::transposed}) {
+          const NamedSharding sharding(mesh, spec);
+          fft::Options options;
+          options.output = layout;
+          const fft::RealPlan<R> plan(shape, sharding, options);
+          INFO(sharding << " shape " << shape_to_string(shape) << " layout " << layout);
+          const Shape half{shape[0], shape[1], shape[2] / 2 + 1};
+          REQUIRE(all_ok(plan.complex_shape() == half));
+          const auto x = fft_test::random_array<R>(shape, sharding, seed++);
+          const auto y = plan.forward(x);
+          REQUIRE(all_ok(y.shape() == half && y.sharding() == plan.output_sharding()));
+          const auto gx = process_allgather(x);
+          const auto gy = process_allgather(y);
+          const double err = relative_error(gy, Serial<R>::r2c(gx, shape));
+          INFO("forward error " << err);
+          REQUIRE(all_ok(err < tolerance));
+          const auto z = plan.backward(y);
+          REQUIRE(all_ok(z.shape() == shape && z.sharding() == sharding));
+          const double back = relative_error(process_allgather(z), gx);
+          INFO("round-trip error " << back);
+          REQUIRE(all_ok(back < tolerance));
+          REQUIRE(all_ok(relative_error(process_allgather(y), gy) == 0.0));  // c2r did not eat the caller's input
+        }
+}
+
+TEST_CASE("r2c/c2r double: half spectrum equals serial FFTW, round trip to 1e-12", "[fft]") {
+  check_real<double>(1e-12);
+}
+
+TEST_CASE("r2c/c2r float: round trip to 1e-5", "[fft]") { check_real<float>(1e-5); }
+
+TEST_CASE("normalisations scale forward and backward as documented", "[fft]") {
+  const Shape shape{4, 6, 5};
+  const double n = 4 * 6 * 5;
+  const NamedSharding sharding = fft::auto_sharding(shape);
+  const auto x = fft_test::random_array<C>(shape, sharding, 7);
+  const auto gx = process_allgather(x);
+  const auto raw = Serial<double>::c2c(gx, shape, FFTW_FORWARD);
+  struct Case {
+    fft::Normalization norm;
+    double forward, round_trip;
+  };
+  for (const Case& c :
+       {Case{fft::Normalization::backward, 1.0, 1.0}, Case{fft::Normalization::ortho, 1 / std::sqrt(n), 1.0},
+        Case{fft::Normalization::forward, 1 / n, 1.0}, Case{fft::Normalization::none, 1.0, n}}) {
+    INFO("normalization " << c.norm);
+    fft::Options options;
+    options.normalization = c.norm;
+    const fft::Plan<double> plan(shape, sharding, options);
+    const auto y = plan.forward(x);
+    REQUIRE(all_ok(relative_error(process_allgather(y), fft_test::scaled(raw, c.forward)) < 1e-12));
+    REQUIRE(all_ok(relative_error(process_allgather(plan.backward(y)), fft_test::scaled(gx, c.round_trip)) < 1e-12));
+    // The backward direction alone: sign +1 and the backward factor (raw forward then raw backward multiply by n).
+    const double backward_factor = c.round_trip / (c.forward * n);
+    const auto expect = fft_test::scaled(Serial<double>::c2c(gx, shape, FFTW_BACKWARD), backward_factor);
+    const auto yb = fft_test::random_array<C>(shape, plan.output_sharding(), 7);  // the values of x
+    REQUIRE(all_ok(relative_error(process_allgather(plan.backward(yb)), expect) < 1e-12));
+    // ortho is unitary: Parseval's sum |x|^2 == sum |X|^2.
+    if (c.norm == fft::Normalization::ortho) {
+      double ex = 0, ey = 0;
+      for (const C& v : gx) ex += Kokkos::real(v * Kokkos::conj(v));
+      for (const C& v : process_allgather(y)) ey += Kokkos::real(v * Kokkos::conj(v));
+      REQUIRE(all_ok(std::abs(ex - ey) < 1e-12 * ex));
+    }
+  }
+  const fft::RealPlan<double> rplan(shape, sharding, fft::Options{fft::OutputLayout::same, fft::Normalization::ortho});
+  const auto xr = fft_test::random_array<double>(shape, sharding, 8);
+  const auto gxr = process_allgather(xr);
+  REQUIRE(all_ok(relative_error(process_allgather(rplan.forward(xr)),
+                                fft_test::scaled(Serial<double>::r2c(gxr, shape), 1 / std::sqrt(n))) < 1e-12));
+}
+
+TEST_CASE("fftn / ifftn / rfftn / irfftn reuse cached plans and keep the sharding", "[fft]") {
+  const Shape shape{5, 6, 4};
+  const NamedSharding sharding = fft::auto_sharding(shape);
+  const auto x = fft_test::random_array<C>(shape, sharding, 11);
+  const auto gx = process_allgather(x);
+  const auto y = fft::fftn(x);
+  REQUIRE(all_ok(y.sharding() == sharding));
+  REQUIRE(all_ok(relative_error(process_allgather(y), Serial<double>::c2c(gx, shape, FFTW_FORWARD)) < 1e-12));
+  REQUIRE(all_ok(relative_error(process_allgather(fft::ifftn(y)), gx) < 1e-12));
+  const auto yo = fft::fftn(x, fft::Normalization::ortho);
+  REQUIRE(all_ok(relative_error(process_allgather(yo), process_allgather(y)) > 0.1));  // a distinct cached plan
+
+  const auto xr = fft_test::random_array<float>(shape, sharding, 12);
+  const auto gxr = process_allgather(xr);
+  const auto yr = fft::rfftn(xr);
+  REQUIRE(all_ok(yr.shape() == Shape{5, 6, 3}));
+  REQUIRE(all_ok(relative_error(process_allgather(yr), Serial<float>::r2c(gxr, shape)) < 1e-5));
+  REQUIRE(all_ok(relative_error(process_allgather(fft::irfftn(yr)), gxr) < 1e-5));
+  // An odd last dim needs the real shape: (5, 6, 5) also halves to 3.
+  const Shape odd{5, 6, 5};
+  const auto xo = fft_test::random_array<double>(odd, fft::auto_sharding(odd), 13);
+  REQUIRE(all_ok(relative_error(process_allgather(fft::irfftn(fft::rfftn(xo), odd)), process_allgather(xo)) < 1e-12));
+  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, fft::irfftn(yr, Shape{5, 6, 7}), "does not match the half spectrum");
+}
+
+TEST_CASE("auto_sharding: slab while every device gets a plane, pencil beyond", "[fft]") {
+  const int64_t n = device_count();
+  const NamedSharding slab = fft::auto_sharding({n, n, 3});
+  REQUIRE(all_ok(slab.mesh().ndim() == 1 && slab.spec() == P("x", none, none)));
+  REQUIRE(all_ok(fft::choose_decomposition({n, n - 1 > 0 ? n - 1 : 1, 3}, n) ==
+                 (n == 1 ? fft::Decomposition::slab : fft::Decomposition::pencil)));
+  const NamedSharding pencil = fft::auto_sharding({n, n, 3}, fft::Decomposition::pencil);
+  const auto grid = fft::pencil_grid(n);
+  REQUIRE(all_ok(pencil.mesh().shape() == Shape{grid.first, grid.second} && pencil.spec() == P("r", "c", none)));
+  REQUIRE(fft::pencil_grid(12) == std::pair<int64_t, int64_t>{3, 4});
+  REQUIRE(fft::pencil_grid(7) == std::pair<int64_t, int64_t>{1, 7});
+  REQUIRE(fft::pencil_grid(16) == std::pair<int64_t, int64_t>{4, 4});
+  const fft::Plan<double> plan({n, n, 3}, slab);
+  REQUIRE(all_ok(plan.transposes() == (n > 1 ? 2 : 0)));
+  REQUIRE(all_ok(std::string(plan.backend()) == "fftw"));
+}
+
+TEST_CASE("stage sequences: slab, pencils, replicated axes (offline)", "[fft]") {
+  const Mesh line(make_device_table({4}), {4}, {"x"});
+  const Mesh grid(make_device_table({4, 4}), {2, 4}, {"r", "c"});
+  auto describe = [](const std::vector<fft::Stage>& stages) {
+    std::ostringstream os;
+    for (std::size_t s = 0; s < stages.size(); ++s) os << (s ? " -> " : "") << stages[s];
+    return os.str();
+  };
+  CHECK(describe(fft::plan_stages(P("x"), line, false, "t")) ==
+        "PartitionSpec('x', None, None) {1,2} -> PartitionSpec(None, 'x', None) {0}");
+  CHECK(describe(fft::plan_stages(P(none, none, "x"), line, false, "t")) ==
+        "PartitionSpec(None, None, 'x') {0,1} -> PartitionSpec('x', None, None) {2}");
+  CHECK(describe(fft::plan_stages(P("r", "c", none), grid, true, "t")) ==
+        "PartitionSpec('r', 'c', None) {2} -> PartitionSpec('r', None, 'c') {1} -> PartitionSpec(None, 'r', 'c') {0}");
+  CHECK(describe(fft::plan_stages(P(none, "r", "c"), grid, false, "t")) ==
+        "PartitionSpec(None, 'r', 'c') {0} -> PartitionSpec('c', 'r', None) {2} -> PartitionSpec('c', None, 'r') {1}");
+  CHECK(describe(fft::plan_stages(P("r"), grid, false, "t")) ==
+        "PartitionSpec('r', None, None) {1,2} -> PartitionSpec(None, 'r', None) {0}");
+  CHECK(describe(fft::plan_stages(P(axes("r", "c")), grid, false, "t")) ==
+        "PartitionSpec(('r', 'c'), None, None) {1,2} -> PartitionSpec(None, ('r', 'c'), None) {0}");
+  // A size-1 axis splits nothing: the dim counts as whole.
+  const Mesh flat(make_device_table({4}), {1, 4}, {"r", "c"});
+  CHECK(describe(fft::plan_stages(P("r", "c"), flat, false, "t")) ==
+        "PartitionSpec('r', 'c', None) {0,2} -> PartitionSpec(('r', 'c'), None, None) {1}");
+  const Mesh cube(make_device_table({8}), {2, 2, 2}, {"a", "b", "c"});
+  CHECK_THROWS_WITH(fft::plan_stages(P("a", "b", "c"), cube, false, "fft::Plan"),
+                    Catch::Contains("splits all three dims") && Catch::Contains("at least one whole dim"));
+  CHECK_THROWS_WITH(fft::plan_stages(P(none, "r", "c"), grid, true, "fft::RealPlan"),
+                    Catch::Contains("splits dim 2") && Catch::Contains("real-to-complex"));
+  CHECK_THROWS_WITH(fft::plan_stages(P("q"), grid, false, "fft::Plan"), Catch::Contains("mesh axis \"q\" not found"));
+}
+
+TEST_CASE("bad plans and inputs throw the same error on every process", "[fft]") {
+  const Shape shape{4, 4, 4};
+  const NamedSharding sharding = fft::auto_sharding(shape);
+  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, fft::Plan<double>(Shape{4, 0, 4}, sharding), "extent 0 in dim 1");
+  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, fft::Plan<double>(Shape{4, 4}, sharding), "expected a 3-D shape");
+  const fft::Plan<double> plan(shape, sharding);
+  const auto wrong_shape = fft_test::random_array<C>({4, 4, 5}, sharding, 1);
+  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, plan.forward(wrong_shape), "shape 4x4x5", "this plan transforms 4x4x4");
+  const NamedSharding other(sharding.mesh(), P(none, none, sharding.mesh().axis_names()[0]));
+  const auto wrong_sharding = fft_test::random_array<C>(shape, other, 1);
+  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, plan.forward(wrong_sharding), "reshard it first");
+}
+
+TEST_CASE("FFTW_MEASURE plans and unaligned shards give the same transform", "[fft]") {
+  const Shape shape{6, 4, 5};
+  const NamedSharding sharding = fft::auto_sharding(shape);
+  const auto x = fft_test::random_array<C>(shape, sharding, 21);
+  const auto gx = process_allgather(x);
+  const auto expect = Serial<double>::c2c(gx, shape, FFTW_FORWARD);
+  fft::Options options;
+  options.planner = fft::Planner::measure;
+  const fft::Plan<double> plan(shape, sharding, options);
+  REQUIRE(all_ok(relative_error(process_allgather(plan.forward(x)), expect) < 1e-12));
+  // Shards that start 8 bytes past an aligned address take FFTW's unaligned path.
+  std::vector<Kokkos::View<double*>> storage;
+  std::vector<Kokkos::View<C***, Kokkos::LayoutRight, Kokkos::MemoryUnmanaged>> views;
+  for (const auto& s : x.addressable_shards()) {
+    const Shape b = box_shape(s.index);
+    storage.emplace_back("storage", static_cast<std::size_t>(2 * volume(s.index) + 1));
+    C* p = reinterpret_cast<C*>(storage.back().data() + 1);
+    views.emplace_back(p, b[0], b[1], b[2]);
+    Kokkos::deep_copy(views.back(), s.data);
+  }
+  const auto shifted = make_array_from_single_device_arrays<C, 3>(shape, sharding, views);
+  REQUIRE(all_ok(relative_error(process_allgather(plan.forward(shifted)), expect) < 1e-12));
+}
+
+}  // namespace
