@@ -1,0 +1,270 @@
+// Halo exchange: every device holds its block inside a padded view, with the border cells of the neighbouring
+// blocks around it (corners included), as stencil codes need. HaloExchange is built once per (shape, sharding,
+// widths, boundaries) and refreshes the halos in place each time step: one phase per dim, each message going only
+// to a device within the halo width along that dim (no all-to-all), each phase carrying the halos of earlier dims.
+#pragma once
+
+#include <mpi.h>
+
+#include <Kokkos_Core.hpp>
+#include <cstddef>
+#include <cstdint>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "darray/array/detail/block_io.hpp"
+#include "darray/array/detail/blocks.hpp"
+#include "darray/array/detail/view.hpp"
+#include "darray/array/distributed_array.hpp"
+#include "darray/comm/detail/requests.hpp"
+#include "darray/comm/limits.hpp"
+#include "darray/core/error.hpp"
+#include "darray/halo/plan.hpp"
+#include "darray/redistribute/detail/box_kernels.hpp"
+#include "darray/runtime/detail/state.hpp"
+#include "darray/runtime/environment.hpp"
+
+namespace darray {
+
+// One device's block with its halo: data has extents index + 2 * width per dim, and the block itself starts at
+// (width0, width1, ...). Cells outside the domain along open dims hold the exchange's fill value.
+template <class T, int N, class M = DefaultMemorySpace>
+struct PaddedShard {
+  using view_type = detail::ShardView<T, N, M>;
+  Device device;
+  Index index;         // the block, global coordinates
+  Index padded_index;  // the block widened by the widths, global coordinates (may reach outside [0, n))
+  view_type data;
+};
+
+namespace detail {
+
+inline constexpr int halo_tag = 0x4841;
+
+// view(region) = value, region given in the view's own coordinates. A kernel, so it runs where the memory is.
+template <class T, class ExecSpace>
+void fill_box_kernel(const ExecSpace& space, T* data, const Shape& extents, const Index& region, const T& value) {
+  const int64_t n = volume(region);
+  if (n == 0) return;
+  const BoxGeometry g = box_geometry(full_index(extents), full_index(extents), region);
+  Kokkos::parallel_for(
+      "darray::halo::fill", Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<int64_t>>(space, 0, n),
+      KOKKOS_LAMBDA(const int64_t i) {
+        int64_t rest = i, t = g.dst_base;
+        for (int d = g.rank - 1; d >= 0; --d) {
+          t += (rest % g.extent[d]) * g.dst_stride[d];
+          rest /= g.extent[d];
+        }
+        data[t] = value;
+      });
+}
+
+template <class View, std::size_t... I>
+auto interior_impl(const View& v, const Index& index, const Index& padded, std::index_sequence<I...>) {
+  return Kokkos::subview(v, std::make_pair(index[I].start - padded[I].start, index[I].stop - padded[I].start)...);
+}
+
+}  // namespace detail
+
+// The block of a padded shard without its halo: a strided subview of shard.data.
+template <class T, int N, class M>
+auto interior(const PaddedShard<T, N, M>& shard) {
+  return detail::interior_impl(shard.data, shard.index, shard.padded_index, std::make_index_sequence<N>{});
+}
+
+template <class T, int N, class M = DefaultMemorySpace>
+class HaloExchange {
+  using Exec = typename M::execution_space;
+
+ public:
+  using shard_type = PaddedShard<T, N, M>;
+
+  // widths[d] cells of halo on each side of dim d, boundaries[d] periodic or open; halo cells outside the domain
+  // along open dims hold `fill`. Not collective (planning needs no communication).
+  HaloExchange(const Shape& shape, const NamedSharding& sharding, std::vector<int64_t> widths,
+               std::vector<Boundary> boundaries, const T& fill = T{})
+      : m_plan(shape, sharding, std::move(widths), std::move(boundaries), process_index()), m_fill(fill) {
+    DARRAY_THROW_IF(shape.size() != static_cast<std::size_t>(N), InvalidArgument, "HaloExchange",
+                    "shape " << shape_to_string(shape) << " has rank " << shape.size() << "; expected rank " << N);
+    const auto& devs = m_plan.local_devices();
+    for (std::size_t i = 0; i < devs.size(); ++i) m_slot.emplace(devs[i].id, i);
+    int64_t send = 0, recv = 0;
+    for (const HaloPhase& ph : m_plan.phases()) {
+      int64_t s = 0, r = 0;
+      for (const HaloPeer& p : ph.sends) s += p.elements;
+      for (const HaloPeer& p : ph.recvs) r += p.elements;
+      send = std::max(send, s);
+      recv = std::max(recv, r);
+    }
+    m_send = Kokkos::View<T*, M>(Kokkos::view_alloc("darray::halo send", Kokkos::WithoutInitializing),
+                                 static_cast<std::size_t>(send));
+    m_recv = Kokkos::View<T*, M>(Kokkos::view_alloc("darray::halo recv", Kokkos::WithoutInitializing),
+                                 static_cast<std::size_t>(recv));
+    m_send_host = Kokkos::create_mirror_view(m_send);  // the same views when the host can reach M
+    m_recv_host = Kokkos::create_mirror_view(m_recv);
+  }
+
+  // The same boundary along every dim.
+  HaloExchange(const Shape& shape, const NamedSharding& sharding, std::vector<int64_t> widths, Boundary boundary,
+               const T& fill = T{})
+      : HaloExchange(shape, sharding, std::move(widths), std::vector<Boundary>(shape.size(), boundary), fill) {}
+
+  const HaloPlan& plan() const { return m_plan; }
+  const T& fill() const { return m_fill; }
+
+  // Padded shards for this process's devices, in local-device order, every cell at the fill value.
+  std::vector<shard_type> allocate() const {
+    std::vector<shard_type> out;
+    for (const Device& d : m_plan.local_devices()) {
+      const Index padded = m_plan.padded_index(d);
+      auto view =
+          darray::detail::allocate_view<T, N, M>("darray::halo(" + to_string(d) + ")", box_shape(padded), false);
+      Kokkos::deep_copy(view, m_fill);
+      out.push_back(shard_type{d, m_plan.sharding().index(m_plan.shape(), d), padded, std::move(view)});
+    }
+    return out;
+  }
+
+  // Padded copies of a's shards with their halos filled. Collective.
+  std::vector<shard_type> pad(const DistributedArray<T, N, M>& a) const {
+    DARRAY_THROW_IF(a.shape() != m_plan.shape() || a.sharding() != m_plan.sharding(), InvalidArgument,
+                    "HaloExchange::pad",
+                    "array of shape " << shape_to_string(a.shape()) << " sharded as " << a.sharding()
+                                      << " given to an exchange for shape " << shape_to_string(m_plan.shape())
+                                      << " sharded as " << m_plan.sharding());
+    auto out = allocate();
+    Exec space;
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      const Index region = interior_region(out[i]);
+      darray::detail::copy_box_any<T, M>(a.addressable_shards()[i].data.data(), region, out[i].data.data(),
+                                         full_index(box_shape(out[i].padded_index)), region, space);
+    }
+    exchange(out);
+    return out;
+  }
+
+  // Refreshes every halo cell from the current blocks (and sets out-of-domain cells to the fill value). The shards
+  // are those allocate() or pad() returned. Collective over the processes of the job.
+  void exchange(const std::vector<shard_type>& shards) const {
+    check(shards);
+    Exec space;
+    space.fence();  // kernels may still be writing the blocks
+    for (const HaloFill& f : m_plan.fills()) {
+      const shard_type& s = shards[m_slot.at(f.device.id)];
+      detail::fill_box_kernel(space, s.data.data(), box_shape(s.padded_index), f.region, m_fill);
+    }
+    const MPI_Comm comm = darray::detail::world_comm();
+    const std::size_t max_chunk = max_message_bytes();
+    for (const HaloPhase& phase : m_plan.phases()) {
+      darray::detail::RequestSet requests;
+      std::size_t at = 0;
+      for (const HaloPeer& peer : phase.recvs) {
+        requests.post_recv(comm, reinterpret_cast<std::byte*>(m_recv_host.data() + at),
+                           byte_count(peer.elements, sizeof(T), "halo exchange"), peer.process, detail::halo_tag, 0,
+                           max_chunk, "halo exchange");
+        at += static_cast<std::size_t>(peer.elements);
+      }
+      at = 0;
+      for (const HaloPeer& peer : phase.sends)
+        for (const HaloPiece& p : peer.pieces) {
+          const shard_type& src = shards[m_slot.at(p.src.id)];
+          darray::detail::copy_box_any<T, M>(src.data.data(), p.src_frame, m_send.data() + at, p.region, p.region,
+                                             space);
+          at += static_cast<std::size_t>(p.elements());
+        }
+      if (at > 0) {
+        space.fence();
+        if (m_send_host.data() != m_send.data()) Kokkos::deep_copy(m_send_host, m_send);
+      }
+      at = 0;
+      for (const HaloPeer& peer : phase.sends) {
+        requests.post_send(comm, reinterpret_cast<const std::byte*>(m_send_host.data() + at),
+                           byte_count(peer.elements, sizeof(T), "halo exchange"), peer.process, detail::halo_tag, 0,
+                           max_chunk, "halo exchange");
+        at += static_cast<std::size_t>(peer.elements);
+      }
+      for (const HaloPiece& p : phase.local) {  // while the messages travel
+        const shard_type& src = shards[m_slot.at(p.src.id)];
+        const shard_type& dst = shards[m_slot.at(p.dst.id)];
+        darray::detail::copy_box_any<T, M>(src.data.data(), p.src_frame, dst.data.data(),
+                                           full_index(box_shape(dst.padded_index)), p.region, space);
+      }
+      requests.wait_all("halo exchange");
+      if (m_recv_host.data() != m_recv.data() && !phase.recvs.empty()) Kokkos::deep_copy(m_recv, m_recv_host);
+      at = 0;
+      for (const HaloPeer& peer : phase.recvs)
+        for (const HaloPiece& p : peer.pieces) {
+          const shard_type& dst = shards[m_slot.at(p.dst.id)];
+          darray::detail::copy_box_any<T, M>(m_recv.data() + at, p.region, dst.data.data(),
+                                             full_index(box_shape(dst.padded_index)), p.region, space);
+          at += static_cast<std::size_t>(p.elements());
+        }
+      space.fence();  // the next phase sends cells this one wrote
+    }
+  }
+
+  // The blocks of padded shards as a DistributedArray (a copy without the halos), e.g. to gather or save them.
+  DistributedArray<T, N, M> unpad(const std::vector<shard_type>& shards) const {
+    check(shards);
+    const auto devs = darray::detail::process_device_blocks(m_plan.sharding(), m_plan.shape(), process_index());
+    auto out = darray::detail::allocate_shards<T, N, M>(devs, /*initialize=*/false);
+    Exec space;
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      const Index region = interior_region(shards[i]);
+      darray::detail::copy_box_any<T, M>(shards[i].data.data(), full_index(box_shape(shards[i].padded_index)),
+                                         out[i].data.data(), region, region, space);
+    }
+    space.fence();
+    return DistributedArray<T, N, M>(darray::detail::AdoptShards{}, m_plan.shape(), m_plan.sharding(), std::move(out));
+  }
+
+ private:
+  // The block inside the padded coordinates: [w, w + block size) per dim.
+  static Index interior_region(const shard_type& s) {
+    Index r(s.index.size());
+    for (std::size_t k = 0; k < r.size(); ++k) {
+      const int64_t w = s.index[k].start - s.padded_index[k].start;
+      r[k] = Slice{w, w + s.index[k].size()};
+    }
+    return r;
+  }
+
+  void check(const std::vector<shard_type>& shards) const {
+    const auto& devs = m_plan.local_devices();
+    DARRAY_THROW_IF(shards.size() != devs.size(), InvalidArgument, "HaloExchange",
+                    "got " << shards.size() << " padded shards but this process has " << devs.size()
+                           << " devices in the mesh; pass the shards allocate() or pad() returned");
+    for (std::size_t i = 0; i < shards.size(); ++i) {
+      const Index padded = m_plan.padded_index(devs[i]);
+      DARRAY_THROW_IF(shards[i].device.id != devs[i].id || shards[i].padded_index != padded ||
+                          darray::detail::view_shape<N>(shards[i].data) != box_shape(padded),
+                      InvalidArgument, "HaloExchange",
+                      "padded shard " << i << " is for " << shards[i].device << " with padded box "
+                                      << shards[i].padded_index << "; this exchange expects " << devs[i]
+                                      << " with padded box " << padded);
+    }
+  }
+
+  HaloPlan m_plan;
+  T m_fill;
+  std::unordered_map<int, std::size_t> m_slot;  // device id -> position in local-device order
+  Kokkos::View<T*, M> m_send, m_recv;
+  typename Kokkos::View<T*, M>::HostMirror m_send_host, m_recv_host;
+};
+
+// One-shot: a's blocks padded by `widths` with their neighbours' cells (corners included). Collective. For a time
+// loop, build a HaloExchange once and call exchange() on its padded shards every step instead.
+template <class T, int N, class M>
+std::vector<PaddedShard<T, N, M>> halo_exchange(const DistributedArray<T, N, M>& a, std::vector<int64_t> widths,
+                                                std::vector<Boundary> boundaries, const T& fill = T{}) {
+  return HaloExchange<T, N, M>(a.shape(), a.sharding(), std::move(widths), std::move(boundaries), fill).pad(a);
+}
+
+template <class T, int N, class M>
+std::vector<PaddedShard<T, N, M>> halo_exchange(const DistributedArray<T, N, M>& a, std::vector<int64_t> widths,
+                                                Boundary boundary, const T& fill = T{}) {
+  return halo_exchange(a, std::move(widths), std::vector<Boundary>(static_cast<std::size_t>(N), boundary), fill);
+}
+
+}  // namespace darray
