@@ -122,14 +122,14 @@ TEST_CASE("reshard: sharded <-> replicated, and the plan cache is reused") {
   Mesh mesh = make_mesh({device_count()}, {"x"});
   NamedSharding rows(mesh, P{"x"}), rep(mesh, P{});
   auto a = iota<double, 2>({13, 5}, rows);
-  const auto misses = detail::plan_cache().misses;
+  const auto misses = detail::reshard_plan_cache().misses;
   for (int k = 0; k < 3; ++k) {
     auto full = reshard(a, rep);
     REQUIRE(all_ok(holds_iota(full)));
     a = reshard(full, rows);
     REQUIRE(all_ok(holds_iota(a)));
   }
-  REQUIRE(all_ok(detail::plan_cache().misses - misses <= 2));
+  REQUIRE(all_ok(detail::reshard_plan_cache().misses - misses <= 2));
 }
 
 TEST_CASE("reshard: errors name what differs") {

@@ -12,6 +12,7 @@
 #include "darray/core/env.hpp"
 #include "darray/core/error.hpp"
 #include "darray/runtime/detail/mpi.hpp"
+#include "darray/runtime/detail/state.hpp"
 
 namespace darray {
 
@@ -37,8 +38,12 @@ inline void bcast_string(MPI_Comm comm, std::string& s, int root) {
 
 }  // namespace detail
 
-// Whether DARRAY_CHECK asks for consistency checks (0/1/true/false/on/off/yes/no; unset: off).
-inline bool consistency_checks_enabled() { return detail::env_bool("DARRAY_CHECK", false); }
+// Whether DARRAY_CHECK asks for consistency checks (0/1/true/false/on/off/yes/no; unset: off). Read once by the
+// Environment and agreed across processes (on if any process set it), so every process runs the same checks.
+inline bool consistency_checks_enabled() {
+  const auto& s = detail::state();
+  return s.active ? s.consistency_checks : detail::env_bool("DARRAY_CHECK", false);
+}
 
 // Collective over comm when checks are enabled, a no-op otherwise. op_description should capture everything the
 // processes must agree on (operation, shape, sharding). On a mismatch every process throws the same InvalidArgument

@@ -10,30 +10,18 @@
 #include <string>
 
 #include "darray/core/env.hpp"
+#include "darray/core/env_vars.hpp"
 #include "darray/core/error.hpp"
 
 namespace darray {
 
-// INT_MAX rounded down to a multiple of 64, so every chunk but the last keeps 64-byte alignment of the buffer.
-inline constexpr std::size_t default_max_message_bytes = static_cast<std::size_t>(INT_MAX) / 64 * 64;
-
 // Bytes per MPI message: default_max_message_bytes, lowered by DARRAY_MPI_MAX_MESSAGE_BYTES (tests use it to force
 // splitting). Read on every call, so it is cheap to change in tests; it must be set alike on all processes, since
 // sender and receiver derive the same chunking from it independently (a mismatch is detected on receipt).
-inline std::size_t max_message_bytes() {
-  return static_cast<std::size_t>(
-      detail::env_int("DARRAY_MPI_MAX_MESSAGE_BYTES", static_cast<int64_t>(default_max_message_bytes), 1,
-                      static_cast<int64_t>(default_max_message_bytes),
-                      "an integer from 1 to " + std::to_string(default_max_message_bytes) + " (bytes per MPI message)"));
-}
-
-inline constexpr int default_nccl_timeout_seconds = 600;
+inline std::size_t max_message_bytes() { return detail::env_max_message_bytes(); }
 
 // How long an NCCL operation may run before the communicator is aborted and NcclError thrown (DARRAY_NCCL_TIMEOUT_S).
-inline int nccl_timeout_seconds() {
-  return static_cast<int>(detail::env_int("DARRAY_NCCL_TIMEOUT_S", default_nccl_timeout_seconds, 1, 31536000,
-                                          "a whole number of seconds from 1 to 31536000"));
-}
+inline int nccl_timeout_seconds() { return detail::env_nccl_timeout_seconds(); }
 
 // count * element_size as a byte count; a negative count or an overflowing product is an InvalidArgument naming api.
 // Array layers compute element counts as int64_t, so this is where a corrupt size is stopped before MPI sees it.

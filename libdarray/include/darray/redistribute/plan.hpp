@@ -198,7 +198,7 @@ private:
     m_stats.send_peers = static_cast<int>(m_sends.size());
     m_stats.recv_peers = static_cast<int>(m_recvs.size());
 
-    const detail::AxisGroups groups = detail::moving_axis_groups(m_src, m_dst);
+    const detail::MovingAxisGroups groups = detail::moving_axis_groups(m_src, m_dst);
     m_stats.moving_axes = groups.moving_axes;
     if (!groups.colors.empty()) {
       // The grouping is a property of the shardings; check that this process's pieces respect it (they do by

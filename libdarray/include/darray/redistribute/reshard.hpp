@@ -218,16 +218,16 @@ void execute_staged(const ReshardPlan& plan, const DistributedArray<T, N, M>& in
 }
 
 // Plans cached by (src, dst, shape, element size), so repeated reshards (every FFT, every time step) skip planning.
-struct PlanKey {
+struct ReshardPlanKey {
   NamedSharding src, dst;
   Shape shape;
   std::size_t element_bytes;
-  friend bool operator==(const PlanKey& a, const PlanKey& b) {
+  friend bool operator==(const ReshardPlanKey& a, const ReshardPlanKey& b) {
     return a.element_bytes == b.element_bytes && a.shape == b.shape && a.src == b.src && a.dst == b.dst;
   }
 };
-struct PlanKeyHash {
-  std::size_t operator()(const PlanKey& k) const {
+struct ReshardPlanKeyHash {
+  std::size_t operator()(const ReshardPlanKey& k) const {
     std::size_t h = std::hash<NamedSharding>{}(k.src);
     hash_combine(h, std::hash<NamedSharding>{}(k.dst));
     for (int64_t n : k.shape) hash_combine(h, std::hash<int64_t>{}(n));
@@ -235,27 +235,33 @@ struct PlanKeyHash {
     return h;
   }
 };
-struct PlanCache {
-  std::unordered_map<PlanKey, std::shared_ptr<const ReshardPlan>, PlanKeyHash> plans;
+struct ReshardPlanCache {
+  std::unordered_map<ReshardPlanKey, std::shared_ptr<const ReshardPlan>, ReshardPlanKeyHash> plans;
   bool cleanup_registered = false;
   std::size_t hits = 0, misses = 0;
 };
-inline PlanCache& plan_cache() {
-  static PlanCache c;
+inline ReshardPlanCache& reshard_plan_cache() {
+  static ReshardPlanCache c;
   return c;
 }
-inline constexpr std::size_t plan_cache_capacity = 256;
+inline constexpr std::size_t reshard_plan_cache_capacity = 256;
 
 }  // namespace detail
 
 namespace detail {
+// DARRAY_CHECK: every process must be running the same reshard. Checked before planning, since a plan that throws
+// on one process only would leave the others waiting in the check's own collective.
+template <class T>
+void check_reshard_consistent(const NamedSharding& src, const NamedSharding& dst, const Shape& shape) {
+  if (!consistency_checks_enabled()) return;
+  check_consistent(world_comm(), "reshard " + src.to_string() + " -> " + dst.to_string() + " shape " +
+                                     shape_to_string(shape) + " dtype " + dtype_name<T>());
+}
+
 template <class T, int N, class M>
 void execute_into(const ReshardPlan& plan, const DistributedArray<T, N, M>& in, std::vector<Shard<T, N, M>>& out,
                   const ReshardOptions& options) {
   check_plan_input(plan, in);
-  if (consistency_checks_enabled())
-    check_consistent(world_comm(), "reshard " + plan.src().to_string() + " -> " + plan.dst().to_string() + " shape " +
-                                       shape_to_string(plan.shape()) + " dtype " + dtype_name<T>());
   if (options.staged || !host_accessible_v<M>)
     execute_staged(plan, in, out);
   else
@@ -268,7 +274,7 @@ void execute_into(const ReshardPlan& plan, const DistributedArray<T, N, M>& in, 
 template <class T, int N, class M>
 DistributedArray<T, N, M> execute(const ReshardPlan& plan, const DistributedArray<T, N, M>& in,
                                   const ReshardOptions& options = {}) {
-  detail::check_plan_input(plan, in);
+  detail::check_reshard_consistent<T>(in.sharding(), plan.dst(), in.shape());
   auto out = detail::allocate_shards<T, N, M>(plan.dst(), plan.shape());
   detail::execute_into(plan, in, out, options);
   return DistributedArray<T, N, M>(detail::AdoptShards{}, plan.shape(), plan.dst(), std::move(out));
@@ -284,6 +290,7 @@ void execute(const ReshardPlan& plan, const DistributedArray<T, N, M>& in, Distr
                   "output array of shape " << shape_to_string(out.shape()) << " sharded as " << out.sharding()
                                            << "; expected shape " << shape_to_string(plan.shape()) << " sharded as "
                                            << plan.dst());
+  detail::check_reshard_consistent<T>(in.sharding(), plan.dst(), in.shape());
   auto shards = out.addressable_shards();  // views share their data: writing them writes `out`
   detail::execute_into(plan, in, shards, options);
 }
@@ -291,8 +298,8 @@ void execute(const ReshardPlan& plan, const DistributedArray<T, N, M>& in, Distr
 // The cached plan for moving arrays of `shape` and element type T from src to dst on this process.
 template <class T>
 std::shared_ptr<const ReshardPlan> reshard_plan(const NamedSharding& src, const NamedSharding& dst, const Shape& shape) {
-  auto& cache = detail::plan_cache();
-  detail::PlanKey key{src, dst, shape, sizeof(T)};
+  auto& cache = detail::reshard_plan_cache();
+  detail::ReshardPlanKey key{src, dst, shape, sizeof(T)};
   auto it = cache.plans.find(key);
   if (it != cache.plans.end()) {
     ++cache.hits;
@@ -300,9 +307,9 @@ std::shared_ptr<const ReshardPlan> reshard_plan(const NamedSharding& src, const 
   }
   ++cache.misses;
   auto plan = std::make_shared<const ReshardPlan>(src, dst, shape, sizeof(T), process_index());
-  if (cache.plans.size() >= detail::plan_cache_capacity) cache.plans.clear();
+  if (cache.plans.size() >= detail::reshard_plan_cache_capacity) cache.plans.clear();
   if (!cache.cleanup_registered) {
-    detail::at_finalize([] { detail::plan_cache() = detail::PlanCache{}; });
+    detail::at_finalize([] { detail::reshard_plan_cache() = detail::ReshardPlanCache{}; });
     cache.cleanup_registered = true;
   }
   cache.plans.emplace(std::move(key), plan);
@@ -313,7 +320,11 @@ std::shared_ptr<const ReshardPlan> reshard_plan(const NamedSharding& src, const 
 template <class T, int N, class M>
 DistributedArray<T, N, M> reshard(const DistributedArray<T, N, M>& a, const NamedSharding& new_sharding,
                                   const ReshardOptions& options = {}) {
-  return execute(*reshard_plan<T>(a.sharding(), new_sharding, a.shape()), a, options);
+  detail::check_reshard_consistent<T>(a.sharding(), new_sharding, a.shape());
+  const auto plan = reshard_plan<T>(a.sharding(), new_sharding, a.shape());
+  auto out = detail::allocate_shards<T, N, M>(plan->dst(), plan->shape());
+  detail::execute_into(*plan, a, out, options);
+  return DistributedArray<T, N, M>(detail::AdoptShards{}, plan->shape(), plan->dst(), std::move(out));
 }
 
 }  // namespace darray

@@ -4,12 +4,14 @@
 #pragma once
 
 #include <mpi.h>
+#include <unistd.h>
 
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "darray/core/env.hpp"
+#include "darray/core/env_vars.hpp"
 #include "darray/core/error.hpp"
 #include "darray/runtime/detail/agree.hpp"
 #include "darray/runtime/detail/gpu.hpp"
@@ -28,8 +30,6 @@ struct EnvironmentOptions {
   std::string backend;                // "", "mpi" or "nccl" (empty: DARRAY_BACKEND, else best available)
 };
 
-inline constexpr int max_host_device_count = 4096;
-
 namespace detail {
 
 // Everything decided from this process's environment before any device exists. Throws on bad input.
@@ -42,24 +42,22 @@ struct LocalSetup {
 
 inline LocalSetup resolve_local_setup(const EnvironmentOptions& opt, int local_rank) {
   LocalSetup s;
-  const std::string accepted_count = "an integer from 1 to " + std::to_string(max_host_device_count);
+  // Every variable is checked, even those the options override: a malformed value is never ignored.
+  for (const EnvVar& v : env_vars()) v.validate();
   if (opt.host_device_count != 0) {
     DARRAY_THROW_IF(opt.host_device_count < 1 || opt.host_device_count > max_host_device_count, InvalidArgument,
-                    "EnvironmentOptions", "host_device_count = " << opt.host_device_count << "; expected " << accepted_count);
+                    "EnvironmentOptions", "host_device_count = " << opt.host_device_count << "; expected an integer from 1 to "
+                                                                 << max_host_device_count);
     s.device_count = opt.host_device_count;
   } else {
-    s.device_count = static_cast<int>(env_int("DARRAY_HOST_DEVICE_COUNT", 1, 1, max_host_device_count, accepted_count));
+    s.device_count = env_host_device_count();
   }
-  std::string backend = opt.backend;
-  if (backend.empty()) backend = getenv_opt("DARRAY_BACKEND").value_or("");
-  if (!backend.empty())
-    backend = parse_choice(opt.backend.empty() ? "DARRAY_BACKEND" : "EnvironmentOptions.backend", backend, {"mpi", "nccl"});
+  std::string backend = opt.backend.empty() ? env_backend()
+                                            : parse_choice("EnvironmentOptions.backend", opt.backend, {"mpi", "nccl"});
 
   std::vector<int> ids = opt.local_device_ids;
   const bool ids_from_env = ids.empty() && getenv_opt("DARRAY_LOCAL_DEVICE_IDS").has_value();
-  if (ids_from_env)
-    ids = parse_int_list("DARRAY_LOCAL_DEVICE_IDS", *getenv_opt("DARRAY_LOCAL_DEVICE_IDS"), 0, 1 << 20,
-                         "a comma-separated list of distinct GPU ordinals, e.g. \"0\" or \"0,1\"");
+  if (ids_from_env) ids = env_local_device_ids();
   const char* ids_name = ids_from_env ? "DARRAY_LOCAL_DEVICE_IDS" : "EnvironmentOptions.local_device_ids";
 
   if (kokkos_uses_gpu()) {
@@ -171,7 +169,16 @@ private:
       detail::log_level_ref() = detail::parse_log_level();
       s.launcher = detect_launcher();
       setup = detail::resolve_local_setup(options, s.local_rank);
+      s.consistency_checks = detail::env_check();
     });
+    if (s.rank == 0)
+      for (const std::string& name : detail::unknown_env_vars(environ))
+        DARRAY_LOG(warn, "environment variable " << name << " is not one libdarray reads (a typo?); known: "
+                                                 << detail::known_env_var_names());
+    // A check that only some processes run would itself hang: if any process asks for checks, all run them.
+    int check_mine = s.consistency_checks ? 1 : 0, check_any = 0;
+    DARRAY_MPI_CHECK(MPI_Allreduce(&check_mine, &check_any, 1, MPI_INT, MPI_MAX, s.comm));
+    s.consistency_checks = check_any == 1;
     if (s.launcher.kind != LauncherKind::none) {
       if (s.launcher.rank >= 0 && s.launcher.rank != s.rank)
         DARRAY_LOG(warn, "launcher " << to_string(s.launcher.kind) << " says rank " << s.launcher.rank << " but MPI says "

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "darray/core/env.hpp"
+#include "darray/core/env_vars.hpp"
 
 namespace darray {
 
@@ -13,9 +14,7 @@ enum class LogLevel { warn = 0, info = 1, debug = 2 };
 
 namespace detail {
 inline LogLevel parse_log_level() {
-  const auto v = getenv_opt("DARRAY_LOG");
-  if (!v) return LogLevel::warn;
-  const std::string w = parse_choice("DARRAY_LOG", *v, {"warn", "info", "debug"});
+  const std::string w = env_log_level();
   return w == "debug" ? LogLevel::debug : w == "info" ? LogLevel::info : LogLevel::warn;
 }
 inline LogLevel& log_level_ref() {

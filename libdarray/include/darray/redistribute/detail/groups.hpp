@@ -12,15 +12,15 @@
 namespace darray {
 namespace detail {
 
-struct AxisGroups {
+struct MovingAxisGroups {
   std::vector<std::string> moving_axes;
   std::vector<int> colors;  // indexed by process; -1 for processes outside the mesh; empty: no useful grouping
 };
 
 // An axis is stable when it partitions the same dim the same way in both specs (identical entry) or is unused by
 // both; data then never crosses between different coordinates along it. Everything else moves.
-inline AxisGroups moving_axis_groups(const NamedSharding& src, const NamedSharding& dst) {
-  AxisGroups g;
+inline MovingAxisGroups moving_axis_groups(const NamedSharding& src, const NamedSharding& dst) {
+  MovingAxisGroups g;
   const Mesh& mesh = src.mesh();
   if (!(mesh == dst.mesh())) return g;
   const auto entry_of = [](const PartitionSpec& spec, const std::string& axis, std::size_t& dim) -> bool {

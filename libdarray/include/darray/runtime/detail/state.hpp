@@ -27,6 +27,7 @@ struct RuntimeState {
   std::string backend = "mpi";
   DeviceKind device_kind = DeviceKind::cpu;
   int host_device_count = 1;
+  bool consistency_checks = false;  // DARRAY_CHECK, agreed across processes at start-up
   std::vector<Device> devices;        // global table, ordered by id
   std::vector<Device> local_devices;  // this process's, ordered by local index
   std::vector<std::function<void()>> finalizers;

@@ -1,0 +1,102 @@
+// The DARRAY_* environment variables in one table: how each is parsed and what it accepts. The Environment checks
+// them all at start-up on every process (a malformed value fails every process alike, before any collective can
+// hang on it) and warns about DARRAY_* names it does not know, which are usually typos.
+#pragma once
+
+#include <climits>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "darray/core/env.hpp"
+
+namespace darray {
+
+// INT_MAX rounded down to a multiple of 64, so every chunk but the last keeps 64-byte alignment of the buffer.
+inline constexpr std::size_t default_max_message_bytes = static_cast<std::size_t>(INT_MAX) / 64 * 64;
+inline constexpr int default_nccl_timeout_seconds = 600;
+inline constexpr int max_host_device_count = 4096;
+
+namespace detail {
+
+inline std::size_t env_max_message_bytes() {
+  return static_cast<std::size_t>(
+      env_int("DARRAY_MPI_MAX_MESSAGE_BYTES", static_cast<int64_t>(default_max_message_bytes), 1,
+              static_cast<int64_t>(default_max_message_bytes),
+              "an integer from 1 to " + std::to_string(default_max_message_bytes) + " (bytes per MPI message)"));
+}
+
+inline int env_nccl_timeout_seconds() {
+  return static_cast<int>(env_int("DARRAY_NCCL_TIMEOUT_S", default_nccl_timeout_seconds, 1, 31536000,
+                                  "a whole number of seconds from 1 to 31536000"));
+}
+
+inline int env_host_device_count() {
+  return static_cast<int>(env_int("DARRAY_HOST_DEVICE_COUNT", 1, 1, max_host_device_count,
+                                  "an integer from 1 to " + std::to_string(max_host_device_count)));
+}
+
+inline std::vector<int> env_local_device_ids() {
+  const auto v = getenv_opt("DARRAY_LOCAL_DEVICE_IDS");
+  if (!v) return {};
+  return parse_int_list("DARRAY_LOCAL_DEVICE_IDS", *v, 0, 1 << 20,
+                        "a comma-separated list of distinct GPU ordinals, e.g. \"0\" or \"0,1\"");
+}
+
+inline std::string env_backend() {
+  const auto v = getenv_opt("DARRAY_BACKEND");
+  return v ? parse_choice("DARRAY_BACKEND", *v, {"mpi", "nccl"}) : std::string();
+}
+
+inline std::string env_log_level() {
+  const auto v = getenv_opt("DARRAY_LOG");
+  return v ? parse_choice("DARRAY_LOG", *v, {"warn", "info", "debug"}) : std::string("warn");
+}
+
+inline bool env_check() { return env_bool("DARRAY_CHECK", false); }
+
+struct EnvVar {
+  const char* name;
+  const char* meaning;
+  std::function<void()> validate;  // throws InvalidArgument on a malformed value
+};
+
+// Every variable libdarray reads.
+inline const std::vector<EnvVar>& env_vars() {
+  static const std::vector<EnvVar> vars = {
+      {"DARRAY_HOST_DEVICE_COUNT", "host devices per process (CPU simulation)", [] { (void)env_host_device_count(); }},
+      {"DARRAY_LOCAL_DEVICE_IDS", "GPU ordinal of this process", [] { (void)env_local_device_ids(); }},
+      {"DARRAY_BACKEND", "transport: mpi or nccl", [] { (void)env_backend(); }},
+      {"DARRAY_CHECK", "collective consistency checks", [] { (void)env_check(); }},
+      {"DARRAY_LOG", "log level: warn, info or debug", [] { (void)env_log_level(); }},
+      {"DARRAY_MPI_MAX_MESSAGE_BYTES", "largest MPI message", [] { (void)env_max_message_bytes(); }},
+      {"DARRAY_NCCL_TIMEOUT_S", "NCCL operation timeout", [] { (void)env_nccl_timeout_seconds(); }},
+  };
+  return vars;
+}
+
+inline std::string known_env_var_names() {
+  std::string names;
+  for (const auto& v : env_vars()) names += (names.empty() ? "" : ", ") + std::string(v.name);
+  return names;
+}
+
+// Names of DARRAY_* variables set in `environ` that libdarray does not read.
+inline std::vector<std::string> unknown_env_vars(char** environ_list) {
+  std::vector<std::string> unknown;
+  for (char** e = environ_list; e != nullptr && *e != nullptr; ++e) {
+    const std::string entry(*e);
+    if (entry.rfind("DARRAY_", 0) != 0) continue;
+    const std::string name = entry.substr(0, entry.find('='));
+    bool known = false;
+    for (const auto& v : env_vars()) known = known || name == v.name;
+    // Test and benchmark helpers use their own DARRAY_TEST_/DARRAY_BENCH_ prefixes.
+    if (!known && name.rfind("DARRAY_TEST_", 0) != 0 && name.rfind("DARRAY_BENCH_", 0) != 0) unknown.push_back(name);
+  }
+  return unknown;
+}
+
+}  // namespace detail
+}  // namespace darray

@@ -1,0 +1,53 @@
+// DARRAY_CHECK=1: processes that call different collectives (another target sharding, shape or element type) get
+// the same clear error on every process, naming the operation and the first process that differs, instead of a
+// deadlock or silently wrong data.
+#include <catch2/catch.hpp>
+
+#include "darray/darray.hpp"
+#include "mpi_test.hpp"
+
+using namespace darray;
+using darray::testing::all_ok;
+
+namespace {
+int last() { return process_count() - 1; }
+}  // namespace
+
+TEST_CASE("DARRAY_CHECK is agreed at start-up") { REQUIRE(all_ok(consistency_checks_enabled())); }
+
+TEST_CASE("reshard to a different sharding on one process") {
+  Mesh mesh = make_mesh({device_count()}, {"x"});
+  auto a = iota<double, 2>({8, 6}, NamedSharding(mesh, P{"x"}));
+  const NamedSharding target(mesh, process_index() == last() ? P{none, "x"} : P{});
+  const std::string who = "process " + std::to_string(last());
+  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, reshard(a, target), "DARRAY_CHECK", "reshard", who.c_str(),
+                            "PartitionSpec(None, 'x')");
+  // The library is still usable afterwards: a matching call succeeds everywhere.
+  auto b = reshard(a, NamedSharding(mesh, P{}));
+  REQUIRE(all_ok(b.addressable_shards().size() == static_cast<std::size_t>(local_device_count())));
+}
+
+TEST_CASE("reshard of a different shape or element type on one process") {
+  Mesh mesh = make_mesh({device_count()}, {"x"});
+  NamedSharding rows(mesh, P{"x"}), rep(mesh, P{});
+  const std::string who = "process " + std::to_string(last());
+  {
+    auto a = iota<double, 2>({8, process_index() == last() ? 7 : 6}, rows);
+    DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, reshard(a, rep), who.c_str(), "shape 8x7");
+  }
+  if (process_index() == last()) {
+    auto a = iota<float, 2>({8, 6}, rows);
+    DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, reshard(a, rep), who.c_str(), "float32", "float64");
+  } else {
+    auto a = iota<double, 2>({8, 6}, rows);
+    DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, reshard(a, rep), who.c_str(), "float32", "float64");
+  }
+}
+
+TEST_CASE("a sharding invalid on one process only fails everywhere, not just there") {
+  Mesh mesh = make_mesh({device_count()}, {"x"});
+  auto a = iota<double, 2>({8, 6}, NamedSharding(mesh, P{"x"}));
+  // On the last process the target has three entries for a rank-2 array: planning would throw there alone.
+  const NamedSharding target(mesh, process_index() == last() ? P{none, none, "x"} : P{none, "x"});
+  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, reshard(a, target), "DARRAY_CHECK");
+}
