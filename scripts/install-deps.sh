@@ -11,6 +11,7 @@ packages=(
   libfftw3-dev libfftw3-mpi-dev         # CPU FFT, and FFTW-MPI as the benchmark baseline
   python3-numpy                         # .npy interoperability tests (Debian's /usr/bin/python3)
   slurmctld slurmd slurm-client munge   # the real single-node Slurm launch test
+  slurm-wlm-basic-plugins               # its mpi_pmix plugin (srun --mpi=pmix)
   libpmix-dev                           # PMIx for srun --mpi=pmix
 )
 extra=${DARRAY_EXTRA_PACKAGES:-}
