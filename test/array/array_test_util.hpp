@@ -25,6 +25,7 @@
 #include "darray/array/process_local.hpp"
 #include "darray/array/scatter.hpp"
 #include "darray/array/transfer_stats.hpp"
+#include "darray/comm/check.hpp"
 #include "darray/sharding/make_mesh.hpp"
 #include "darray/sharding/named_sharding.hpp"
 #include "mpi_test.hpp"

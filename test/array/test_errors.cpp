@@ -58,3 +58,26 @@ TEST_CASE("negative extents and meshes of another job are rejected") {
   DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, (zeros<double, 1>({8}, foreign)),
                             "darray::zeros:", "the sharding's mesh has devices of process", "but the job has");
 }
+
+// Hidden: runs only in the DARRAY_CHECK=1 registration (see CMakeLists.txt), since without the check the diverging
+// calls below would deadlock or mix up data.
+TEST_CASE("DARRAY_CHECK: processes that diverge on a collective all fail", "[.darray_check]") {
+  REQUIRE(consistency_checks_enabled());
+  if (process_count() < 2) return;
+  const NamedSharding s(make_mesh({device_count()}, {"x"}), P{"x"});
+  const Shape shape{4 * device_count(), 2};
+  const auto a = iota<float, 2>(shape, s);
+  // Process 0 gathers to itself, the others to process 1.
+  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, gather_to_root(a, process_index() == 0 ? 0 : 1),
+                            "processes disagree on the collective operation", "root 0", "root 1");
+  // Element types differ across processes: float32 on process 0, float64 elsewhere.
+  const std::vector<float> floats(static_cast<std::size_t>(volume(shape)));
+  const std::vector<double> doubles(static_cast<std::size_t>(volume(shape)));
+  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument,
+                            (process_index() == 0 ? (void)scatter_from_root<float, 2>(0, floats, shape, s)
+                                                  : (void)scatter_from_root<double, 2>(0, doubles, shape, s)),
+                            "processes disagree", "scatter_from_root<float32, 2>", "scatter_from_root<float64, 2>");
+  // Agreeing calls still work with the check on.
+  const auto back = process_allgather(a);
+  REQUIRE(darray::testing::all_ok(back.size() == static_cast<std::size_t>(volume(shape)) && back[5] == 5.0f));
+}

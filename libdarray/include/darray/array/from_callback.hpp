@@ -28,6 +28,7 @@ DistributedArray<T, N, MemorySpace> make_array_from_callback(const Shape& shape,
   detail::check_array_args<N>(api, shape, sharding);
   using Result = std::decay_t<std::invoke_result_t<Callback&, const Index&>>;
   detail::check_element_type<T, detail::container_element_t<Result>>(api, "the callback's result");
+  detail::check_collective<T, N>(api, shape, sharding);
 
   const auto devs = detail::process_device_blocks(sharding, shape, process_index());
   auto shards = detail::allocate_shards<T, N, MemorySpace>(devs, /*initialize=*/false);

@@ -109,6 +109,7 @@ DistributedArray<T, N, MemorySpace> make_array_from_single_device_arrays(const S
   constexpr const char* api = "make_array_from_single_device_arrays";
   detail::check_array_args<N>(api, shape, sharding);
   detail::check_view_type<T, N, MemorySpace, View>(api);
+  detail::check_collective<T, N>(api, shape, sharding);
   const auto devs = detail::process_device_blocks(sharding, shape, process_index());
   detail::run_agreed(detail::world_comm(), [&] {
     DARRAY_THROW_IF(views.size() != devs.size(), InvalidArgument, api,
@@ -129,6 +130,7 @@ DistributedArray<T, N, MemorySpace> make_array_from_single_device_arrays(
   constexpr const char* api = "make_array_from_single_device_arrays";
   detail::check_array_args<N>(api, shape, sharding);
   detail::check_view_type<T, N, MemorySpace, View>(api);
+  detail::check_collective<T, N>(api, shape, sharding);
   return detail::adopt_views<T, N, MemorySpace>(api, shape, sharding, views);
 }
 

@@ -19,6 +19,7 @@ namespace darray {
 template <class T, int N, class MemorySpace>
 std::vector<T> process_allgather(const DistributedArray<T, N, MemorySpace>& a) {
   constexpr const char* api = "process_allgather";
+  detail::check_collective<T, N>(api, a.shape(), a.sharding());
   const int me = process_index();
   const Index whole = full_index(a.shape());
   const auto all = detail::device_blocks_by_process(a.sharding(), a.shape(), process_count());
@@ -58,6 +59,7 @@ template <class T, int N, class MemorySpace>
 std::vector<T> gather_to_root(const DistributedArray<T, N, MemorySpace>& a, int root) {
   constexpr const char* api = "gather_to_root";
   detail::check_root(api, root);
+  detail::check_collective<T, N>(api, a.shape(), a.sharding(), root);
   const int me = process_index();
   Kokkos::fence();  // kernels that wrote the shards may still run
   detail::StagingBuffer<T> staging;

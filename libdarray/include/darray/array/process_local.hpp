@@ -38,6 +38,7 @@ DistributedArray<T, N, MemorySpace> make_array_from_process_local_data(const Nam
   constexpr const char* api = "make_array_from_process_local_data";
   detail::check_array_args<N>(api, global_shape, sharding);
   detail::check_element_type<T, detail::container_element_t<LocalData>>(api, "local_data");
+  detail::check_collective<T, N>(api, global_shape, sharding);
   const Index box = detail::checked_process_box(api, sharding, global_shape, process_count(), process_index());
   const Shape local_shape = box_shape(box);
 

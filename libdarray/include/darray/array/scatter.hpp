@@ -28,6 +28,7 @@ DistributedArray<T, N, MemorySpace> scatter_from_root(int root_process, const Ho
   detail::check_array_args<N>(api, shape, sharding);
   detail::check_root(api, root_process);
   detail::check_element_type<T, detail::container_element_t<HostData>>(api, "host_data_on_root");
+  detail::check_collective<T, N>(api, shape, sharding, root_process);
   const int me = process_index();
   const T* source = nullptr;
   // Only the root's input can be wrong; agreeing on it keeps the other processes from waiting for a message.

@@ -11,8 +11,10 @@
 
 #include "darray/array/detail/view.hpp"
 #include "darray/array/dtype.hpp"
+#include "darray/comm/check.hpp"
 #include "darray/core/error.hpp"
 #include "darray/core/index.hpp"
+#include "darray/runtime/detail/state.hpp"
 #include "darray/runtime/environment.hpp"
 #include "darray/sharding/named_sharding.hpp"
 
@@ -53,6 +55,19 @@ inline void check_root(const char* api, int root) {
   DARRAY_THROW_IF(
       root < 0 || root >= n, InvalidArgument, api,
       "root process " << root << " is out of range; the job has " << n << " processes (0.." << n - 1 << ")");
+}
+
+// With DARRAY_CHECK=1, every process first compares what it is about to run (operation, dtype, rank, shape,
+// sharding, root), so processes that diverge (another root, another element type) get the same InvalidArgument
+// instead of a deadlock or garbled data. A no-op otherwise.
+template <class T, int N>
+void check_collective(const char* api, const Shape& shape, const NamedSharding& sharding, int root = -1) {
+  if (!consistency_checks_enabled()) return;
+  std::ostringstream os;
+  os << api << "<" << dtype_name<T>() << ", " << N << ">(shape " << shape_str(shape) << ", " << sharding;
+  if (root >= 0) os << ", root " << root;
+  os << ")";
+  check_consistent(world_comm(), os.str());
 }
 
 // The element type of a contiguous container (std::vector, std::array, a host Kokkos view, a C array).
