@@ -1,0 +1,52 @@
+// all_gather: every device receives the blocks of its group along a mesh axis, in axis-index order
+// (jax.lax.all_gather inside shard_map), concatenated along a block dim (tiled) or stacked in a new dim (stacked,
+// one rank more). The result is equal along the axis, so the axis leaves the PartitionSpec.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "darray/array/distributed_array.hpp"
+#include "darray/collectives/axis.hpp"
+#include "darray/collectives/detail/call.hpp"
+#include "darray/collectives/detail/execute.hpp"
+#include "darray/collectives/detail/move_plans.hpp"
+#include "darray/collectives/detail/plan.hpp"
+
+namespace darray {
+
+// tiled: blocks concatenated along `dim` (negative counts from the end); they may differ in size along `dim`
+// (uneven shardings) but must match in every other dim. Gathering the axis that alone shards `dim` gives back the
+// whole dim: shape (10,) sharded P("x") over 4 devices (blocks 3, 3, 2, 2) gives shape (10,) replicated.
+// Collective over all processes.
+template <class T, int N, class M>
+DistributedArray<T, N, M> all_gather(const DistributedArray<T, N, M>& a, const std::string& axis, int dim, tiled_t) {
+  constexpr const char* api = "all_gather";
+  detail::coll::check_collective_call(api, a, "\"" + axis + "\", dim=" + std::to_string(dim) + ", tiled");
+  const int x = detail::coll::resolve_axes(api, a.sharding().mesh(), {axis})[0];
+  const int d = detail::coll::normalize_dim(api, "dim", dim, N);
+  const auto plan = detail::coll::cached_plan(
+      detail::coll::PlanKey{static_cast<int>(detail::coll::CollectiveCode::all_gather), a.sharding(), a.shape(), {x, d}},
+      [&] { return detail::coll::build_all_gather_plan(a.sharding(), a.shape(), x, d, /*stacked=*/false); });
+  return detail::coll::execute_plan<N>(api, *plan, a, /*reduction=*/false, detail::coll::ReduceOp::sum);
+}
+
+// stacked: a new dim of size n (the axis size) inserted at `dim`, 0 .. N (negative counts from the end of the
+// result's dims), holding the group's blocks in axis order; the blocks must have equal shapes. The new dim is
+// replicated in the result's spec: shape (8, 3) sharded P("x") over 4 devices, stacked at 0, gives shape (4, 2, 3)
+// sharded P(none, none). Collective over all processes.
+template <class T, int N, class M>
+DistributedArray<T, N + 1, M> all_gather(const DistributedArray<T, N, M>& a, const std::string& axis, int dim,
+                                         stacked_t) {
+  static_assert(N < 8, "all_gather(stacked): the result would have more than 8 dims (Kokkos' limit)");
+  constexpr const char* api = "all_gather";
+  detail::coll::check_collective_call(api, a, "\"" + axis + "\", dim=" + std::to_string(dim) + ", stacked");
+  const int x = detail::coll::resolve_axes(api, a.sharding().mesh(), {axis})[0];
+  const int d = detail::coll::normalize_dim(api, "dim", dim, N + 1);
+  const auto plan = detail::coll::cached_plan(
+      detail::coll::PlanKey{static_cast<int>(detail::coll::CollectiveCode::all_gather_stacked), a.sharding(), a.shape(), {x, d}},
+      [&] { return detail::coll::build_all_gather_plan(a.sharding(), a.shape(), x, d, /*stacked=*/true); });
+  return detail::coll::execute_plan<N + 1>(api, *plan, a, /*reduction=*/false, detail::coll::ReduceOp::sum);
+}
+
+}  // namespace darray

@@ -1,0 +1,75 @@
+// Naming mesh axes in collectives: AxisNames (one axis or several, major first, as JAX's axis_name tuples), the
+// tiled/stacked tags of all_gather, and axis_index, a device's coordinate along mesh axes (jax.lax.axis_index).
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "darray/core/error.hpp"
+#include "darray/runtime/device.hpp"
+#include "darray/sharding/detail/names.hpp"
+#include "darray/sharding/mesh.hpp"
+
+namespace darray {
+
+// One mesh axis ("x") or several ({"x", "y"}, the first most significant) for the reductions, psum(a, "x") and
+// psum(a, {"x", "y"}) alike.
+class AxisNames {
+ public:
+  AxisNames(const char* axis) : m_names{std::string(axis)} {}
+  AxisNames(std::string axis) : m_names{std::move(axis)} {}
+  AxisNames(std::initializer_list<std::string> axes) : m_names(axes) {}
+  AxisNames(std::vector<std::string> axes) : m_names(std::move(axes)) {}
+  const std::vector<std::string>& names() const { return m_names; }
+
+ private:
+  std::vector<std::string> m_names;
+};
+
+// all_gather(a, axis, dim, tiled): the blocks are concatenated along dim (jax.lax.all_gather(..., tiled=True)).
+struct tiled_t {};
+inline constexpr tiled_t tiled{};
+// all_gather(a, axis, dim, stacked): the blocks are stacked along a new dim inserted at dim (tiled=False).
+struct stacked_t {};
+inline constexpr stacked_t stacked{};
+
+namespace detail {
+namespace coll {
+
+// Mesh positions of named axes, in the given order. Throws when a name is unknown, repeated, or none is given.
+inline std::vector<int> resolve_axes(const char* api, const Mesh& mesh, const std::vector<std::string>& names) {
+  DARRAY_THROW_IF(names.empty(), InvalidArgument, api,
+                  "no mesh axis given; expected one or more of " << quoted_list(mesh.axis_names()));
+  std::vector<int> axes;
+  for (std::size_t k = 0; k < names.size(); ++k) {
+    const int a = mesh.find_axis(names[k]);
+    DARRAY_THROW_IF(a < 0, InvalidArgument, api,
+                    "mesh axis \"" << names[k] << "\" not found; mesh axes are " << quoted_list(mesh.axis_names()));
+    for (std::size_t j = 0; j < k; ++j)
+      DARRAY_THROW_IF(names[j] == names[k], InvalidArgument, api,
+                      "mesh axis \"" << names[k] << "\" is named twice in " << quoted_list(names)
+                                     << "; expected distinct axes");
+    axes.push_back(a);
+  }
+  return axes;
+}
+
+}  // namespace coll
+}  // namespace detail
+
+// The device's coordinate along a mesh axis, 0 .. axis_size - 1, as jax.lax.axis_index("x") inside shard_map.
+// Over several axes ({"x", "y"}): the mixed-radix number of the coordinates, the first axis most significant.
+inline int64_t axis_index(const Mesh& mesh, const AxisNames& axes, const Device& device) {
+  const std::vector<int> positions = detail::coll::resolve_axes("axis_index", mesh, axes.names());
+  DARRAY_THROW_IF(!mesh.contains(device), InvalidArgument, "axis_index",
+                  "device " << device << " is not in " << mesh.to_string() << "; expected one of its devices");
+  const int64_t pos = mesh.position(device);
+  int64_t index = 0;
+  for (int a : positions) index = index * mesh.shape()[static_cast<std::size_t>(a)] + mesh.coord(pos, a);
+  return index;
+}
+
+}  // namespace darray

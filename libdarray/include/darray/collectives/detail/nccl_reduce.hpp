@@ -1,0 +1,72 @@
+// The NCCL step of a reduction (GPU builds with DARRAY_HAS_NCCL): ncclAllReduce on the NCCL communicator of the
+// process component, in place on device memory, watched by the transport's DARRAY_NCCL_TIMEOUT_S watchdog.
+// nccl_reducible<T> says whether NCCL has a type for T's scalars; reductions of other types take the MPI path.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "darray/collectives/detail/element_ops.hpp"
+
+#if defined(DARRAY_HAS_NCCL)
+#include <nccl.h>
+
+#include "darray/comm/detail/nccl.hpp"
+#include "darray/comm/limits.hpp"
+#include "darray/comm/nccl_transport.hpp"
+#endif
+
+namespace darray {
+namespace detail {
+namespace coll {
+
+template <class T>
+constexpr bool nccl_reducible() {
+#if defined(DARRAY_HAS_NCCL)
+  using S = typename ReduceScalar<T>::type;
+  return std::is_same<S, float>::value || std::is_same<S, double>::value ||
+         (std::is_integral<S>::value && !std::is_same<S, bool>::value &&
+          (sizeof(S) == 1 || sizeof(S) == 4 || sizeof(S) == 8));
+#else
+  return false;
+#endif
+}
+
+#if defined(DARRAY_HAS_NCCL)
+
+template <class T>
+ncclDataType_t nccl_reduce_datatype() {
+  using S = typename ReduceScalar<T>::type;
+  static_assert(nccl_reducible<T>(), "no NCCL datatype for this element type");
+  if constexpr (std::is_same<S, float>::value) return ncclFloat32;
+  else if constexpr (std::is_same<S, double>::value) return ncclFloat64;
+  else if constexpr (sizeof(S) == 1) return std::is_signed<S>::value ? ncclInt8 : ncclUint8;
+  else if constexpr (sizeof(S) == 4) return std::is_signed<S>::value ? ncclInt32 : ncclUint32;
+  else return std::is_signed<S>::value ? ncclInt64 : ncclUint64;
+}
+
+inline ncclRedOp_t nccl_reduce_op(ReduceOp op) {
+  return op == ReduceOp::sum ? ncclSum : op == ReduceOp::max ? ncclMax : ncclMin;
+}
+
+// In-place allreduce of `count` elements at device pointer data over the transport's processes. Collective over
+// them; returns once the result is in data.
+template <class T>
+void nccl_allreduce(NcclTransport& t, T* data, int64_t count, ReduceOp op) {
+  ncclComm_t comm = t.nccl_comm();
+  const auto n = static_cast<std::size_t>(count) * static_cast<std::size_t>(ReduceScalar<T>::lanes);
+  NcclWatchdog dog(to_string(op), nccl_timeout_seconds());
+  dog.poll(comm);  // throws if an earlier error aborted the communicator
+  DARRAY_CUDA_CHECK(cudaSetDevice(t.cuda_device()));
+  // The caller fenced the kernels that wrote data; the default stream orders the reduction after them.
+  DARRAY_NCCL_CHECK_ASYNC(ncclAllReduce(data, data, n, nccl_reduce_datatype<T>(), nccl_reduce_op(op), comm, nullptr));
+  dog.wait_ready(comm);
+  dog.wait_stream(comm, nullptr);
+}
+
+#endif  // DARRAY_HAS_NCCL
+
+}  // namespace coll
+}  // namespace detail
+}  // namespace darray

@@ -1,0 +1,157 @@
+// CollectivePlan: what one process does for one collective, derived from replicated metadata alone (no
+// communication): the result's sharding and shape, the result block of each local device, the reduction slots of
+// this process's component, the pieces it sends and receives, and the copies that assemble each result block.
+// Plans hold element counts, not bytes, so one plan serves every element type; they are cached by their inputs.
+// The layer's internals live in detail::coll, so short names (Piece, Copy, Slot) never meet other layers' ones.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "darray/core/index.hpp"
+#include "darray/runtime/detail/state.hpp"
+#include "darray/runtime/device.hpp"
+#include "darray/sharding/named_sharding.hpp"
+
+namespace darray {
+namespace detail {
+namespace coll {
+
+// The result block of one of this process's devices.
+struct Target {
+  Device device;
+  Index out_index;         // its box in the result's global coordinates
+  bool zero_fill = false;  // ppermute: no source sends to this device, so its block is zeros
+};
+
+enum class CopySource { shard, received, slot };
+
+// Fills a region of a target's block from a row-major source buffer: an operand shard of this process (a device id),
+// a received piece (an index into recvs) or a reduction slot (an index into slots). Regions are given at the
+// result's rank; a source of lower rank is viewed with size-1 dims inserted.
+struct Copy {
+  std::size_t target = 0;
+  CopySource from = CopySource::shard;
+  int64_t source = 0;
+  Shape src_shape;
+  Shape src_start;
+  Shape dst_start;
+  Shape extent;
+};
+
+// A region of one device's operand block that travels between two processes. Both sides list the same pieces for
+// each pair of processes and sort them by (process, key_device, key_chunk), so packed buffers line up.
+struct Piece {
+  int process = 0;         // the peer process
+  int64_t key_device = 0;  // the source device's id
+  int64_t key_chunk = 0;   // which region of its block (0: the whole block; all_to_all: the chunk index)
+  Shape src_shape;         // sends: the source block's shape (at the region's rank)
+  Shape src_start;         // sends: where the region starts in it
+  Shape extent;            // the region's extent; a received piece is this region, row-major
+  int64_t offset = 0;      // elements into the packed send (or receive) buffer
+  int64_t elements() const { return volume(extent); }
+  friend bool operator<(const Piece& a, const Piece& b) {
+    if (a.process != b.process) return a.process < b.process;
+    if (a.key_device != b.key_device) return a.key_device < b.key_device;
+    return a.key_chunk < b.key_chunk;
+  }
+};
+
+// One axis group of this process's component in a reduction: every process of the component holds one slot per
+// group, in group order, so one allreduce over the concatenated slots reduces all groups at once. A process without
+// devices in the group contributes the reduction's identity.
+struct Slot {
+  int64_t group = 0;
+  Shape shape;                // the group's block shape
+  int64_t offset = 0;         // elements into the slot buffer
+  std::vector<int> members;   // device ids of this process's devices in the group, combined locally first
+};
+
+struct CollectivePlan {
+  CollectivePlan(NamedSharding sharding, Shape shape) : out_sharding(std::move(sharding)), out_shape(std::move(shape)) {}
+
+  NamedSharding out_sharding;
+  Shape out_shape;
+  std::vector<Target> targets;  // this process's devices of the mesh, in local-device order
+  std::vector<Copy> copies;
+  std::vector<Slot> slots;
+  int64_t slot_elements = 0;
+  std::vector<Piece> sends, recvs;  // sorted; offsets assigned
+  int64_t send_elements = 0, recv_elements = 0;
+  // One color per process when some axis group spans processes (the sub-communicators of comm/group.hpp), else
+  // empty; group_ranks[p] is process p's rank in its component's communicator.
+  std::vector<int> colors;
+  std::vector<int> group_ranks;
+  int component_size = 1;
+};
+
+// Packed-buffer offsets of sorted pieces; returns the total element count.
+inline int64_t assign_piece_offsets(std::vector<Piece>& pieces) {
+  int64_t at = 0;
+  for (Piece& p : pieces) {
+    p.offset = at;
+    at += p.elements();
+  }
+  return at;
+}
+
+// Plans cached by everything they depend on: operation, operand sharding and shape, and the integer parameters
+// (axis positions, dims, permutation pairs).
+struct PlanKey {
+  int op = 0;
+  NamedSharding sharding;
+  Shape shape;
+  std::vector<int64_t> params;
+  friend bool operator==(const PlanKey& a, const PlanKey& b) {
+    return a.op == b.op && a.shape == b.shape && a.params == b.params && a.sharding == b.sharding;
+  }
+};
+
+struct PlanKeyHasher {
+  std::size_t operator()(const PlanKey& k) const {
+    std::size_t h = std::hash<NamedSharding>{}(k.sharding);
+    hash_combine(h, static_cast<std::size_t>(k.op));
+    for (int64_t n : k.shape) hash_combine(h, std::hash<int64_t>{}(n));
+    hash_combine(h, k.params.size());
+    for (int64_t p : k.params) hash_combine(h, std::hash<int64_t>{}(p));
+    return h;
+  }
+};
+
+struct CollectivePlanCache {
+  std::unordered_map<PlanKey, std::shared_ptr<const CollectivePlan>, PlanKeyHasher> plans;
+  bool cleanup_registered = false;
+};
+
+inline CollectivePlanCache& collective_plan_cache() {
+  static CollectivePlanCache c;
+  return c;
+}
+
+inline constexpr std::size_t collective_plan_cache_capacity = 256;
+
+// The cached plan for key, built by build() on a miss. Plans describe this process only, so the cache is dropped
+// when the Environment ends (the next one may number processes differently).
+template <class Build>
+std::shared_ptr<const CollectivePlan> cached_plan(PlanKey key, Build&& build) {
+  CollectivePlanCache& cache = collective_plan_cache();
+  const auto it = cache.plans.find(key);
+  if (it != cache.plans.end()) return it->second;
+  auto plan = std::make_shared<const CollectivePlan>(build());
+  if (cache.plans.size() >= collective_plan_cache_capacity) cache.plans.clear();
+  if (!cache.cleanup_registered) {
+    at_finalize([] { collective_plan_cache() = CollectivePlanCache{}; });
+    cache.cleanup_registered = true;
+  }
+  cache.plans.emplace(std::move(key), plan);
+  return plan;
+}
+
+}  // namespace coll
+}  // namespace detail
+}  // namespace darray

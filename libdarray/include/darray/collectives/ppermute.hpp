@@ -1,0 +1,42 @@
+// ppermute: blocks move along a mesh axis by a permutation of axis indices (jax.lax.ppermute inside shard_map):
+// for each (source, dest) pair the device with axis index dest receives the block of the device with axis index
+// source in its group. Cycles, shifts and partial maps all work; a device that no pair names as dest gets zeros.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "darray/array/distributed_array.hpp"
+#include "darray/collectives/axis.hpp"
+#include "darray/collectives/detail/call.hpp"
+#include "darray/collectives/detail/execute.hpp"
+#include "darray/collectives/detail/move_plans.hpp"
+#include "darray/collectives/detail/plan.hpp"
+
+namespace darray {
+
+// perm: (source, dest) pairs of axis indices in 0 .. axis_size - 1, each index at most once as a source and at most
+// once as a dest. Source and dest blocks must have equal shapes. The result keeps the operand's shape and sharding.
+// A partial perm over an axis the operand is replicated along is an error: the zeros would make the replicas
+// differ. Collective over all processes.
+template <class T, int N, class M>
+DistributedArray<T, N, M> ppermute(const DistributedArray<T, N, M>& a, const std::string& axis,
+                                   const std::vector<std::pair<int, int>>& perm) {
+  constexpr const char* api = "ppermute";
+  detail::coll::check_collective_call(api, a, "\"" + axis + "\", perm=" + detail::coll::perm_text(perm));
+  const int x = detail::coll::resolve_axes(api, a.sharding().mesh(), {axis})[0];
+  std::vector<int64_t> params{x};
+  std::vector<std::pair<int64_t, int64_t>> pairs;
+  for (const auto& [from, to] : perm) {
+    params.push_back(from);
+    params.push_back(to);
+    pairs.emplace_back(from, to);
+  }
+  const auto plan = detail::coll::cached_plan(
+      detail::coll::PlanKey{static_cast<int>(detail::coll::CollectiveCode::ppermute), a.sharding(), a.shape(), std::move(params)},
+      [&] { return detail::coll::build_ppermute_plan(a.sharding(), a.shape(), x, pairs); });
+  return detail::coll::execute_plan<N>(api, *plan, a, /*reduction=*/false, detail::coll::ReduceOp::sum);
+}
+
+}  // namespace darray

@@ -1,0 +1,37 @@
+// psum_scatter: the sum of the blocks along a mesh axis, scattered along a block dim (jax.lax.psum_scatter with
+// tiled=True inside shard_map): the device with axis index i keeps chunk i of its group's sum. The axis moves in
+// the PartitionSpec to the scattered dim, so the result is the group sums laid side by side along that dim.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "darray/array/distributed_array.hpp"
+#include "darray/collectives/axis.hpp"
+#include "darray/collectives/detail/call.hpp"
+#include "darray/collectives/detail/execute.hpp"
+#include "darray/collectives/detail/plan.hpp"
+#include "darray/collectives/detail/reduce_plan.hpp"
+
+namespace darray {
+
+// Blocks along `axis` must have equal shapes and their size along `dim` (negative counts from the end) must be a
+// multiple of the axis size n; each block's `dim` shrinks n times. `axis` is removed from the operand's spec and
+// appended (as the minor axis) to the entry of `dim`: e.g. shape (16,) sharded P("x") over 4 devices gives shape
+// (4,) sharded P("x"), the sum of the four blocks, one element per device. Only the tiled form exists: JAX's
+// tiled=False drops `dim`, and with it the only dim along which the differing chunks could be laid out.
+// Collective over all processes.
+template <class T, int N, class M>
+DistributedArray<T, N, M> psum_scatter(const DistributedArray<T, N, M>& a, const std::string& axis, int dim,
+                                       tiled_t = tiled) {
+  constexpr const char* api = "psum_scatter";
+  detail::coll::check_collective_call(api, a, "\"" + axis + "\", dim=" + std::to_string(dim));
+  const std::vector<int> positions = detail::coll::resolve_axes(api, a.sharding().mesh(), {axis});
+  const int d = detail::coll::normalize_dim(api, "dim", dim, N);
+  const auto plan = detail::coll::cached_plan(
+      detail::coll::PlanKey{static_cast<int>(detail::coll::CollectiveCode::psum_scatter), a.sharding(), a.shape(), {positions[0], d}},
+      [&] { return detail::coll::build_reduce_plan(api, a.sharding(), a.shape(), positions, d); });
+  return detail::coll::execute_plan<N>(api, *plan, a, /*reduction=*/true, detail::coll::ReduceOp::sum);
+}
+
+}  // namespace darray

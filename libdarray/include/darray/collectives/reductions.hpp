@@ -1,0 +1,59 @@
+// psum, pmax, pmin: element-wise reductions of the blocks along one or several mesh axes (jax.lax.psum/pmax/pmin
+// inside shard_map). Every device's block becomes the reduction of the blocks of its axis group; the result is
+// equal along the reduced axes, so they leave its PartitionSpec (see collectives.hpp for the convention).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "darray/array/distributed_array.hpp"
+#include "darray/array/dtype.hpp"
+#include "darray/collectives/axis.hpp"
+#include "darray/collectives/detail/call.hpp"
+#include "darray/collectives/detail/element_ops.hpp"
+#include "darray/collectives/detail/execute.hpp"
+#include "darray/collectives/detail/plan.hpp"
+#include "darray/collectives/detail/reduce_plan.hpp"
+
+namespace darray {
+namespace detail {
+namespace coll {
+
+template <class T, int N, class M>
+DistributedArray<T, N, M> run_reduction(CollectiveCode code, ReduceOp op, const DistributedArray<T, N, M>& a,
+                                        const AxisNames& axes) {
+  const char* api = to_string(op);
+  check_collective_call(api, a, names_text(axes.names()));
+  const std::vector<int> positions = resolve_axes(api, a.sharding().mesh(), axes.names());
+  const std::vector<int64_t> params(positions.begin(), positions.end());
+  const auto plan = cached_plan(PlanKey{static_cast<int>(code), a.sharding(), a.shape(), params},
+                                [&] { return build_reduce_plan(api, a.sharding(), a.shape(), positions, -1); });
+  return execute_plan<N>(api, *plan, a, /*reduction=*/true, op);
+}
+
+}  // namespace coll
+}  // namespace detail
+
+// Sum of the blocks of each group of devices that differ only along `axes`. Blocks of a group must have equal
+// shapes (InvalidArgument otherwise). Result: same block shape, spec without `axes`; e.g. shape (8,) sharded
+// P("i") over 8 devices gives shape (1,) replicated, holding the sum of the 8 blocks. Collective over all processes.
+template <class T, int N, class M>
+DistributedArray<T, N, M> psum(const DistributedArray<T, N, M>& a, const AxisNames& axes) {
+  return detail::coll::run_reduction(detail::coll::CollectiveCode::psum, detail::coll::ReduceOp::sum, a, axes);
+}
+
+// Element-wise maximum over the groups, as psum. Real element types only (complex numbers have no order).
+template <class T, int N, class M>
+DistributedArray<T, N, M> pmax(const DistributedArray<T, N, M>& a, const AxisNames& axes) {
+  static_assert(!detail::is_kokkos_complex<T>::value, "pmax: complex numbers have no order; use a real element type");
+  return detail::coll::run_reduction(detail::coll::CollectiveCode::pmax, detail::coll::ReduceOp::max, a, axes);
+}
+
+// Element-wise minimum over the groups, as psum. Real element types only.
+template <class T, int N, class M>
+DistributedArray<T, N, M> pmin(const DistributedArray<T, N, M>& a, const AxisNames& axes) {
+  static_assert(!detail::is_kokkos_complex<T>::value, "pmin: complex numbers have no order; use a real element type");
+  return detail::coll::run_reduction(detail::coll::CollectiveCode::pmin, detail::coll::ReduceOp::min, a, axes);
+}
+
+}  // namespace darray

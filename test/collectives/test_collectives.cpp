@@ -1,0 +1,282 @@
+// Every collective against a host reference computed from global indices: random 1-d, 2-d and 3-d meshes over all
+// devices (make_mesh order and shuffled device orders, so axis groups span processes unevenly), random specs,
+// ranks 1-3, on float, double, int32, int64 and complex<double>. The generator is seeded alike on every process,
+// so all draw the same layouts; each result is checked shard by shard, replicas included, and its sharding and
+// shape against the documented convention.
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "collectives_test_util.hpp"
+
+using namespace darray;
+using namespace darray::testing;
+
+namespace {
+
+struct Draw {
+  Mesh mesh;
+  NamedSharding sharding;
+  std::string describe(const Shape& shape) const {
+    return sharding.to_string() + " shape " + shape_to_string(shape);
+  }
+};
+
+template <int N>
+Draw draw_layout(std::mt19937_64& rng) {
+  const int ndim = 1 + static_cast<int>(rng() % 3);
+  Mesh mesh = random_mesh(rng, ndim, rng() % 2 == 0);
+  NamedSharding s(mesh, random_spec(rng, mesh, N));
+  return Draw{mesh, s};
+}
+
+std::vector<std::string> random_axes(std::mt19937_64& rng, const Mesh& mesh) {
+  std::vector<std::string> names = mesh.axis_names();
+  std::shuffle(names.begin(), names.end(), rng);
+  names.resize(1 + rng() % names.size());
+  return names;
+}
+
+// The global shape of a result whose blocks are all `block`: block times the number of parts, per dim.
+Shape tiled_shape(const NamedSharding& s, const Shape& block) {
+  Shape out(block.size());
+  for (std::size_t d = 0; d < block.size(); ++d) out[d] = block[d] * s.num_parts(static_cast<int>(d));
+  return out;
+}
+
+template <class Array>
+bool layout_is(const Array& r, const Mesh& mesh, const PartitionSpec& spec, const Shape& shape) {
+  return r.sharding() == NamedSharding(mesh, spec) && r.shape() == shape;
+}
+
+enum class Red { sum, max, min };
+
+template <class T>
+constexpr bool is_complex_v = std::is_same<T, Kokkos::complex<double>>::value;
+
+// pmax and pmin exist for real types only (a static_assert rejects complex ones).
+template <class T, int N>
+DistributedArray<T, N> reduce(const DistributedArray<T, N>& a, const std::vector<std::string>& axes, Red red) {
+  if constexpr (is_complex_v<T>) {
+    return psum(a, axes);
+  } else {
+    return red == Red::sum ? psum(a, axes) : red == Red::max ? pmax(a, axes) : pmin(a, axes);
+  }
+}
+
+template <class T>
+T combine(T x, T y, Red red) {
+  if constexpr (is_complex_v<T>) {
+    return x + y;
+  } else {
+    return red == Red::sum ? x + y : red == Red::max ? (x > y ? x : y) : (x < y ? x : y);
+  }
+}
+
+template <class T, int N>
+void reduction_trial(std::mt19937_64& rng, Red red) {
+  const Draw l = draw_layout<N>(rng);
+  const auto axes = random_axes(rng, l.mesh);
+  const Shape shape = even_shape(rng, l.sharding, N);
+  INFO(l.describe(shape) << " over " << Catch::Detail::stringify(axes));
+  const auto a = operand<T, N>(shape, l.sharding);
+  const auto r = reduce(a, axes, red);
+  const Shape block = l.sharding.shard_shape(shape);
+  const PartitionSpec spec = expected_spec(l.sharding.spec(), N, axes);
+  const std::string err = check_result(r, [&](const Device& u) {
+    std::vector<HostBlock<T>> blocks;
+    for (const Device& v : group_of(l.mesh, axes, u)) blocks.push_back(operand_block<T>(l.sharding.index(shape, v), shape));
+    return fold(blocks, [&](T x, T y) { return combine(x, y, red); });
+  });
+  INFO(err);
+  REQUIRE(all_ok(err.empty() && layout_is(r, l.mesh, spec, tiled_shape(NamedSharding(l.mesh, spec), block))));
+}
+
+template <class T, int N>
+void psum_scatter_trial(std::mt19937_64& rng) {
+  const Draw l = draw_layout<N>(rng);
+  const std::string axis = l.mesh.axis_names()[rng() % l.mesh.axis_names().size()];
+  const int64_t n = l.mesh.axis_size(axis);
+  const int dim = static_cast<int>(rng() % N);
+  const Shape shape = even_shape(rng, l.sharding, N, dim, n);
+  INFO(l.describe(shape) << " axis " << axis << " dim " << dim);
+  const auto a = operand<T, N>(shape, l.sharding);
+  const auto r = psum_scatter(a, axis, rng() % 2 ? dim : dim - N);
+  Shape block = l.sharding.shard_shape(shape);
+  block[static_cast<std::size_t>(dim)] /= n;
+  const PartitionSpec spec = expected_spec(l.sharding.spec(), N, {axis}, dim, axis);
+  const std::string err = check_result(r, [&](const Device& u) {
+    std::vector<HostBlock<T>> blocks;
+    for (const Device& v : group_of(l.mesh, {axis}, u)) blocks.push_back(operand_block<T>(l.sharding.index(shape, v), shape));
+    const HostBlock<T> sum = fold(blocks, [](T x, T y) { return x + y; });
+    const int64_t i = axis_index(l.mesh, axis, u), c = block[static_cast<std::size_t>(dim)];
+    return slice(sum, static_cast<std::size_t>(dim), i * c, c);
+  });
+  INFO(err);
+  REQUIRE(all_ok(err.empty() && layout_is(r, l.mesh, spec, tiled_shape(NamedSharding(l.mesh, spec), block))));
+}
+
+template <class T, int N>
+void all_gather_trial(std::mt19937_64& rng, bool stacked_form) {
+  const Draw l = draw_layout<N>(rng);
+  const std::string axis = l.mesh.axis_names()[rng() % l.mesh.axis_names().size()];
+  const int64_t n = l.mesh.axis_size(axis);
+  const int dim = static_cast<int>(rng() % (stacked_form ? N + 1 : N));
+  const Shape shape = even_shape(rng, l.sharding, N);
+  INFO(l.describe(shape) << " axis " << axis << " dim " << dim << (stacked_form ? " stacked" : " tiled"));
+  const auto a = operand<T, N>(shape, l.sharding);
+  auto expected = [&](const Device& u) {
+    std::vector<HostBlock<T>> blocks;
+    for (const Device& v : group_of(l.mesh, {axis}, u)) {
+      HostBlock<T> b = operand_block<T>(l.sharding.index(shape, v), shape);
+      blocks.push_back(stacked_form ? insert_dim(b, static_cast<std::size_t>(dim)) : b);
+    }
+    return concat(blocks, static_cast<std::size_t>(dim));
+  };
+  Shape block = l.sharding.shard_shape(shape);
+  std::string err;
+  bool layout_ok = false;
+  if (stacked_form) {
+    const auto r = all_gather(a, axis, dim, stacked);
+    block.insert(block.begin() + dim, n);
+    const PartitionSpec spec = expected_spec(l.sharding.spec(), N, {axis}, -1, "", dim);
+    err = check_result(r, expected);
+    layout_ok = layout_is(r, l.mesh, spec, tiled_shape(NamedSharding(l.mesh, spec), block));
+  } else {
+    const auto r = all_gather(a, axis, dim, tiled);
+    block[static_cast<std::size_t>(dim)] *= n;
+    const PartitionSpec spec = expected_spec(l.sharding.spec(), N, {axis});
+    err = check_result(r, expected);
+    layout_ok = layout_is(r, l.mesh, spec, tiled_shape(NamedSharding(l.mesh, spec), block));
+  }
+  INFO(err);
+  REQUIRE(all_ok(err.empty() && layout_ok));
+}
+
+template <class T, int N>
+void all_to_all_trial(std::mt19937_64& rng) {
+  const Draw l = draw_layout<N>(rng);
+  const std::string axis = l.mesh.axis_names()[rng() % l.mesh.axis_names().size()];
+  const int64_t n = l.mesh.axis_size(axis);
+  const int split = static_cast<int>(rng() % N), cat = static_cast<int>(rng() % N);
+  const Shape shape = even_shape(rng, l.sharding, N, split, n);
+  INFO(l.describe(shape) << " axis " << axis << " split " << split << " concat " << cat);
+  const auto a = operand<T, N>(shape, l.sharding);
+  const auto r = all_to_all(a, axis, split, cat);
+  Shape block = l.sharding.shard_shape(shape);
+  const int64_t chunk = block[static_cast<std::size_t>(split)] / n;
+  if (split != cat) {
+    block[static_cast<std::size_t>(split)] = chunk;
+    block[static_cast<std::size_t>(cat)] *= n;
+  }
+  const PartitionSpec spec = expected_spec(l.sharding.spec(), N, {axis}, split, axis);
+  const std::string err = check_result(r, [&](const Device& u) {
+    const int64_t i = axis_index(l.mesh, axis, u);
+    std::vector<HostBlock<T>> chunks;
+    for (const Device& v : group_of(l.mesh, {axis}, u))
+      chunks.push_back(slice(operand_block<T>(l.sharding.index(shape, v), shape), static_cast<std::size_t>(split),
+                             i * chunk, chunk));
+    return concat(chunks, static_cast<std::size_t>(cat));
+  });
+  INFO(err);
+  REQUIRE(all_ok(err.empty() && layout_is(r, l.mesh, spec, tiled_shape(NamedSharding(l.mesh, spec), block))));
+}
+
+// A random permutation, a cyclic shift, or (when the operand is sharded along the axis) part of a permutation.
+std::vector<std::pair<int, int>> random_perm(std::mt19937_64& rng, int n, bool partial_ok) {
+  std::vector<int> order(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) order[static_cast<std::size_t>(i)] = i;
+  std::shuffle(order.begin(), order.end(), rng);
+  const uint64_t kind = rng() % (partial_ok ? 3 : 2);
+  std::vector<std::pair<int, int>> perm;
+  for (int i = 0; i < n; ++i) {
+    if (kind == 1) perm.emplace_back(i, (i + 1) % n);
+    else if (kind == 0 || rng() % 3 != 0) perm.emplace_back(i, order[static_cast<std::size_t>(i)]);
+  }
+  return perm;
+}
+
+template <class T, int N>
+void ppermute_trial(std::mt19937_64& rng) {
+  const Draw l = draw_layout<N>(rng);
+  const std::string axis = l.mesh.axis_names()[rng() % l.mesh.axis_names().size()];
+  const int n = static_cast<int>(l.mesh.axis_size(axis));
+  bool sharded = false;
+  for (const auto& e : l.sharding.spec().entries()) sharded = sharded || std::find(e.begin(), e.end(), axis) != e.end();
+  const auto perm = random_perm(rng, n, sharded);
+  const Shape shape = even_shape(rng, l.sharding, N);
+  INFO(l.describe(shape) << " axis " << axis << " perm of " << perm.size() << " pairs");
+  const auto a = operand<T, N>(shape, l.sharding);
+  const auto r = ppermute(a, axis, perm);
+  const std::string err = check_result(r, [&](const Device& u) {
+    const int64_t i = axis_index(l.mesh, axis, u);
+    const auto members = group_of(l.mesh, {axis}, u);
+    for (const auto& [from, to] : perm)
+      if (to == i) return operand_block<T>(l.sharding.index(shape, members[static_cast<std::size_t>(from)]), shape);
+    HostBlock<T> zeros = operand_block<T>(l.sharding.index(shape, u), shape);
+    std::fill(zeros.data.begin(), zeros.data.end(), T(0));
+    return zeros;
+  });
+  INFO(err);
+  REQUIRE(all_ok(err.empty() && layout_is(r, l.mesh, l.sharding.spec(), shape)));
+}
+
+}  // namespace
+
+TEST_CASE("psum, pmax, pmin over one or several axes match the reference") {
+  std::mt19937_64 rng(101);
+  for (int trial = 0; trial < 6; ++trial) {
+    reduction_trial<float, 1>(rng, Red::sum);
+    reduction_trial<double, 2>(rng, Red::sum);
+    reduction_trial<int32_t, 3>(rng, Red::sum);
+    reduction_trial<Kokkos::complex<double>, 2>(rng, Red::sum);
+    reduction_trial<int64_t, 2>(rng, Red::max);
+    reduction_trial<float, 3>(rng, Red::max);
+    reduction_trial<double, 1>(rng, Red::min);
+    reduction_trial<int32_t, 2>(rng, Red::min);
+  }
+}
+
+TEST_CASE("psum_scatter matches the reference") {
+  std::mt19937_64 rng(202);
+  for (int trial = 0; trial < 5; ++trial) {
+    psum_scatter_trial<float, 1>(rng);
+    psum_scatter_trial<int64_t, 2>(rng);
+    psum_scatter_trial<Kokkos::complex<double>, 3>(rng);
+    psum_scatter_trial<double, 2>(rng);
+  }
+}
+
+TEST_CASE("all_gather tiled and stacked match the reference") {
+  std::mt19937_64 rng(303);
+  for (int trial = 0; trial < 5; ++trial) {
+    all_gather_trial<double, 1>(rng, false);
+    all_gather_trial<int32_t, 2>(rng, false);
+    all_gather_trial<Kokkos::complex<double>, 3>(rng, false);
+    all_gather_trial<float, 1>(rng, true);
+    all_gather_trial<int64_t, 2>(rng, true);
+  }
+}
+
+TEST_CASE("all_to_all matches the reference") {
+  std::mt19937_64 rng(404);
+  for (int trial = 0; trial < 5; ++trial) {
+    all_to_all_trial<float, 2>(rng);
+    all_to_all_trial<int32_t, 1>(rng);
+    all_to_all_trial<Kokkos::complex<double>, 3>(rng);
+    all_to_all_trial<int64_t, 2>(rng);
+  }
+}
+
+TEST_CASE("ppermute: permutations, shifts and partial maps match the reference") {
+  std::mt19937_64 rng(505);
+  for (int trial = 0; trial < 5; ++trial) {
+    ppermute_trial<double, 1>(rng);
+    ppermute_trial<int64_t, 2>(rng);
+    ppermute_trial<Kokkos::complex<double>, 2>(rng);
+    ppermute_trial<float, 3>(rng);
+    ppermute_trial<int32_t, 1>(rng);
+  }
+}

@@ -1,0 +1,164 @@
+// The documented examples of the collectives (each checked value by value), meshes that leave processes out,
+// axis_index, broadcast_from_root of host data and sync_global_devices.
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "collectives_test_util.hpp"
+
+using namespace darray;
+using namespace darray::testing;
+
+namespace {
+
+template <class View>
+std::vector<typename View::non_const_value_type> to_host(const View& v) {
+  auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
+  return std::vector<typename View::non_const_value_type>(h.data(), h.data() + h.size());
+}
+
+}  // namespace
+
+TEST_CASE("psum of ones over every device: the tutorial's all-reduce") {
+  const int n = device_count();
+  const Mesh mesh = make_mesh({n}, {"i"});
+  const auto x = full<float, 1>({n}, 1.0f, NamedSharding(mesh, P("i")));
+  const auto y = psum(x, "i");
+  bool ok = y.shape() == Shape{1} && y.sharding() == NamedSharding(mesh, P(none)) && y.is_fully_replicated();
+  for (const auto& s : y.addressable_shards()) ok = ok && to_host(s.data) == std::vector<float>{float(n)};
+  ok = ok && y.addressable_shards().size() == static_cast<std::size_t>(local_device_count());
+  REQUIRE(all_ok(ok));
+  // Repeated calls reuse the cached plan and give the same answer, for another element type too.
+  const auto yi = psum(psum(full<int64_t, 1>({n}, 2, NamedSharding(mesh, P("i"))), "i"), "i");
+  bool ok2 = true;
+  for (const auto& s : yi.addressable_shards()) ok2 = ok2 && to_host(s.data) == std::vector<int64_t>{2 * n};
+  REQUIRE(all_ok(ok2));
+}
+
+TEST_CASE("all_gather of the only sharded axis gives back the whole array, uneven blocks included") {
+  const int n = device_count();
+  const Mesh mesh = make_mesh({n}, {"x"});
+  for (const int64_t len : {int64_t{10}, int64_t{3}, int64_t{0}, int64_t{2 * n + 1}}) {
+    const auto a = operand<double, 1>({len}, NamedSharding(mesh, P("x")));
+    const auto g = all_gather(a, "x", 0, tiled);
+    bool ok = g.shape() == Shape{len} && g.sharding() == NamedSharding(mesh, P(none));
+    const auto want = operand_block<double>(full_index({len}), {len}).data;
+    for (const auto& s : g.addressable_shards()) ok = ok && to_host(s.data) == want;
+    INFO("length " << len);
+    REQUIRE(all_ok(ok));
+  }
+}
+
+TEST_CASE("all_to_all from P(none, x) to P(x, none) is a pencil transpose: same values, new layout") {
+  const int n = device_count();
+  const Mesh mesh = make_mesh({n}, {"x"});
+  const Shape shape{2 * n, 3 * n};
+  const auto a = operand<float, 2>(shape, NamedSharding(mesh, P(none, "x")));
+  const auto t = all_to_all(a, "x", 0, 1);
+  const std::string err = check_result(t, [&](const Device& d) {
+    return operand_block<float>(NamedSharding(mesh, P("x", none)).index(shape, d), shape);
+  });
+  INFO(err);
+  REQUIRE(all_ok(err.empty() && t.shape() == shape && t.sharding() == NamedSharding(mesh, P("x", none))));
+}
+
+TEST_CASE("psum_scatter of a replicated array: each device keeps its chunk of n times the array") {
+  const int n = device_count();
+  const Mesh mesh = make_mesh({n}, {"x"});
+  const auto a = operand<int32_t, 1>({2 * n}, NamedSharding(mesh, P()));
+  const auto r = psum_scatter(a, "x", 0);
+  const std::string err = check_result(r, [&](const Device& d) {
+    HostBlock<int32_t> b = operand_block<int32_t>(NamedSharding(mesh, P("x")).index({2 * n}, d), {2 * n});
+    for (auto& v : b.data) v *= n;
+    return b;
+  });
+  INFO(err);
+  REQUIRE(all_ok(err.empty() && r.shape() == Shape{2 * n} && r.sharding() == NamedSharding(mesh, P("x"))));
+}
+
+TEST_CASE("stacked all_gather puts the axis index in a new dim") {
+  const int n = device_count();
+  const Mesh mesh = make_mesh({n}, {"x"});
+  const auto a = operand<int64_t, 2>({2 * n, 3}, NamedSharding(mesh, P("x")));
+  const auto g = all_gather(a, "x", -1, stacked);  // the new dim last: (2, 3, n) per device
+  bool ok = g.shape() == Shape{2, 3, n} && g.sharding() == NamedSharding(mesh, P(none));
+  for (const auto& s : g.addressable_shards()) {
+    const auto host = to_host(s.data);
+    for (int64_t r = 0; r < 2; ++r)
+      for (int64_t c = 0; c < 3; ++c)
+        for (int64_t k = 0; k < n; ++k)
+          ok = ok && host[static_cast<std::size_t>((r * 3 + c) * n + k)] == value_of<int64_t>((2 * k + r) * 3 + c);
+  }
+  REQUIRE(all_ok(ok));
+}
+
+TEST_CASE("a mesh over some processes only: the others take part with nothing to do") {
+  if (process_count() < 2) return;
+  std::vector<Device> some;
+  for (const Device& d : devices())
+    if (d.process_index != 0) some.push_back(d);
+  const auto n = static_cast<int64_t>(some.size());
+  const Mesh mesh(some, {n}, {"x"});
+  const auto a = operand<double, 1>({2 * n}, NamedSharding(mesh, P("x")));
+  const auto s = psum(a, "x");
+  const auto p = ppermute(a, "x", {{0, static_cast<int>(n - 1)}});
+  const auto g = all_gather(a, "x", 0, tiled);
+  bool ok = s.addressable_shards().size() == (process_index() == 0 ? 0u : static_cast<std::size_t>(local_device_count()));
+  ok = ok && s.shape() == Shape{2} && g.shape() == Shape{2 * n} && p.shape() == Shape{2 * n};
+  const auto whole = operand_block<double>(full_index({2 * n}), {2 * n}).data;
+  for (const auto& sh : g.addressable_shards()) ok = ok && to_host(sh.data) == whole;
+  for (const auto& sh : s.addressable_shards()) {
+    std::vector<double> want{0, 0};
+    for (int64_t k = 0; k < n; ++k)
+      for (int64_t e = 0; e < 2; ++e) want[static_cast<std::size_t>(e)] += whole[static_cast<std::size_t>(2 * k + e)];
+    ok = ok && to_host(sh.data) == want;
+  }
+  REQUIRE(all_ok(ok));
+}
+
+TEST_CASE("axis_index: coordinates along one axis and mixed radix over several") {
+  const int n = device_count();
+  const Mesh mesh = random_mesh(*std::make_unique<std::mt19937_64>(9), 3, true);
+  bool ok = true;
+  for (const Device& d : mesh.devices()) {
+    const auto c = mesh.coords(d);
+    ok = ok && axis_index(mesh, "x", d) == c[0] && axis_index(mesh, "z", d) == c[2];
+    ok = ok && axis_index(mesh, {"z", "x"}, d) == c[2] * mesh.shape()[0] + c[0];
+  }
+  const Mesh line = make_mesh({n}, {"i"});
+  for (const Device& d : local_devices()) ok = ok && axis_index(line, "i", d) == d.id;
+  REQUIRE(all_ok(ok));
+}
+
+TEST_CASE("broadcast_from_root: root's data on every process, any root, empty included") {
+  for (int root = 0; root < process_count(); ++root) {
+    for (const std::size_t len : {std::size_t{0}, std::size_t{1}, std::size_t{1000}}) {
+      std::vector<double> mine;
+      if (process_index() == root) {
+        mine.resize(len);
+        std::iota(mine.begin(), mine.end(), 0.5 + root);
+      }
+      const auto got = broadcast_from_root(mine, root);
+      bool ok = got.size() == len;
+      for (std::size_t i = 0; ok && i < len; ++i) ok = got[i] == 0.5 + root + static_cast<double>(i);
+      INFO("root " << root << " length " << len);
+      REQUIRE(all_ok(ok));
+    }
+  }
+  std::vector<Kokkos::complex<double>> buffer(17, Kokkos::complex<double>(process_index(), 1));
+  broadcast_from_root(buffer.data(), buffer.size(), process_count() - 1);
+  bool ok = true;
+  for (const auto& v : buffer) ok = ok && v == Kokkos::complex<double>(process_count() - 1, 1);
+  REQUIRE(all_ok(ok));
+}
+
+TEST_CASE("sync_global_devices: same names pass, different names fail on every process") {
+  sync_global_devices("start");
+  sync_global_devices("start");
+  if (process_count() < 2) return;
+  const std::string mine = process_index() == 1 ? "after load" : "before load";
+  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, sync_global_devices(mine), "sync_global_devices",
+                            "process 0 is at \"before load\" but process 1 is at \"after load\"");
+}
