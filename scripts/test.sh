@@ -6,9 +6,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 "$here/install-deps.sh"
 # shellcheck source=env.sh
 source "$here/env.sh"
-build=${1:-$DARRAY_ROOT/build}
-cmake -S "$DARRAY_ROOT" -B "$build" -DCMAKE_BUILD_TYPE=Release -DDARRAY_BUILD_TESTS=ON
-cmake --build "$build" -j "$DARRAY_JOBS"
+build=${1:-$LIBDARRAY_ROOT/build}
+cmake -S "$LIBDARRAY_ROOT" -B "$build" -DCMAKE_BUILD_TYPE=Release -DDARRAY_BUILD_TESTS=ON
+cmake --build "$build" -j "$LIBDARRAY_JOBS"
 cd "$build"
 # shellcheck disable=SC2086
-ctest --output-on-failure -j "$DARRAY_JOBS" ${CTEST_ARGS:-}
+ctest --output-on-failure -j "$LIBDARRAY_JOBS" ${CTEST_ARGS:-}
