@@ -1,0 +1,184 @@
+// Parallel .npy files: io::save_npy writes a DistributedArray into one NumPy file with collective MPI-IO (each
+// block once, straight from the process that holds it, no gather), io::load_npy reads any C-order .npy file into
+// any sharding, io::read_npy_header says what a file holds. All three are collective over every process.
+#pragma once
+
+#include <mpi.h>
+
+#include <Kokkos_Core.hpp>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "darray/array/detail/block_io.hpp"
+#include "darray/array/detail/blocks.hpp"
+#include "darray/array/detail/checks.hpp"
+#include "darray/array/detail/view.hpp"
+#include "darray/array/distributed_array.hpp"
+#include "darray/comm/limits.hpp"
+#include "darray/io/detail/file_pieces.hpp"
+#include "darray/io/detail/mpi_file.hpp"
+#include "darray/io/detail/npy_dtype.hpp"
+#include "darray/io/detail/npy_file.hpp"
+#include "darray/io/detail/npy_header.hpp"
+#include "darray/io/npy_header.hpp"
+#include "darray/runtime/environment.hpp"
+#include "darray/sharding/named_sharding.hpp"
+
+namespace darray {
+namespace detail {
+
+// The pieces of the blocks one process moves, each with its memory: in place when the host can address the
+// shard, else through one host staging buffer as large as the largest piece (device memory in GPU builds).
+template <class T, class MemorySpace>
+class BlockTransfers {
+ public:
+  // `data` is the block's first element in MemorySpace.
+  void add(T* data, const Shape& shape, const Index& block) {
+    for (FilePiece& p : plan_file_pieces(shape, block, sizeof(T), static_cast<int64_t>(max_message_bytes()))) {
+      m_pieces.push_back(std::make_unique<Entry>(Entry{std::move(p), data}));
+      m_largest = std::max(m_largest, m_pieces.back()->piece.count);
+    }
+  }
+
+  std::size_t size() const { return m_pieces.size(); }
+
+  // Transfers for transfer_rounds. For writes the staging copy happens when the round asks for the buffer; for
+  // reads the staged bytes go to the device when the round is done.
+  std::vector<PieceTransfer> transfers() {
+    std::vector<PieceTransfer> out;
+    for (auto& e : m_pieces) {
+      Entry* entry = e.get();
+      PieceTransfer t;
+      t.piece = &entry->piece;
+      t.item_size = static_cast<int64_t>(sizeof(T));
+      if constexpr (host_accessible_v<MemorySpace>) {
+        t.buffer = [entry] { return reinterpret_cast<char*>(entry->data + entry->piece.memory_offset); };
+        t.done = [] {};
+      } else {
+        t.buffer = [this, entry] {
+          staging().resize(static_cast<std::size_t>(m_largest));
+          if (m_writing) Kokkos::deep_copy(host_run(entry), device_run(entry));
+          return reinterpret_cast<char*>(staging().data());
+        };
+        t.done = [this, entry] { Kokkos::deep_copy(device_run(entry), host_run(entry)); };
+      }
+      out.push_back(std::move(t));
+    }
+    return out;
+  }
+
+  void set_writing(bool writing) { m_writing = writing; }
+
+ private:
+  struct Entry {
+    FilePiece piece;
+    T* data;
+  };
+  using HostRun = Kokkos::View<T*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  using DeviceRun = Kokkos::View<T*, MemorySpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+
+  std::vector<T>& staging() { return m_staging; }
+  HostRun host_run(const Entry* e) { return HostRun(m_staging.data(), static_cast<std::size_t>(e->piece.count)); }
+  DeviceRun device_run(const Entry* e) {
+    return DeviceRun(e->data + e->piece.memory_offset, static_cast<std::size_t>(e->piece.count));
+  }
+
+  std::vector<std::unique_ptr<Entry>> m_pieces;
+  std::vector<T> m_staging;
+  int64_t m_largest = 0;
+  bool m_writing = false;
+};
+
+// Every process makes the same number of collective rounds: the largest piece count of any process.
+inline int agreed_rounds(std::size_t mine, MPI_Comm comm) {
+  DARRAY_THROW_IF(mine > static_cast<std::size_t>(INT_MAX), NotSupported, "io",
+                  mine << " file pieces on one process; at most " << INT_MAX << " are supported");
+  int local = static_cast<int>(mine), rounds = 0;
+  DARRAY_MPI_CHECK(MPI_Allreduce(&local, &rounds, 1, MPI_INT, MPI_MAX, comm));
+  return rounds;
+}
+
+}  // namespace detail
+
+namespace io {
+
+// What the .npy file at `path` holds: dtype string, shape, memory order, data offset. Collective: process 0 reads
+// the header and every process returns it, or throws the same IoError for a file that is not a valid .npy.
+inline NpyHeader read_npy_header(const std::string& path) {
+  return detail::read_npy_header_collective("io::read_npy_header", path, detail::world_comm()).header;
+}
+
+// Writes `array` to `path` as a .npy file numpy reads with np.load (format 1.0, C order, little-endian dtype such
+// as '<f8', data aligned to 64 bytes). Collective over every process. Each block is written once, by the process
+// holding its replica 0, through an MPI subarray file view and MPI_File_write_all; nothing is gathered. An existing
+// file is replaced. MPI-IO failures throw the same IoError (naming the path and MPI's message) on every process.
+template <class T, int N, class MemorySpace>
+void save_npy(const std::string& path, const DistributedArray<T, N, MemorySpace>& array) {
+  constexpr const char* api = "io::save_npy";
+  const MPI_Comm comm = detail::world_comm();
+  const std::string header = detail::format_npy_header(detail::npy_descr<T>(), array.shape());
+  detail::BlockTransfers<T, MemorySpace> blocks;
+  blocks.set_writing(true);
+  for (const auto& s : array.addressable_shards())
+    if (s.replica_id == 0 && volume(s.index) > 0) blocks.add(s.data.data(), array.shape(), s.index);
+  const int rounds = detail::agreed_rounds(blocks.size(), comm);
+  Kokkos::fence();  // kernels that fill the shards may still run (asynchronous on GPUs); MPI reads them next
+
+  detail::IoLatch latch(api, path);
+  MPI_File fh = detail::open_collective(comm, path, MPI_MODE_CREATE | MPI_MODE_WRONLY, latch);
+  // Replacing a longer file must not leave its tail behind.
+  latch.check(MPI_File_set_size(fh, static_cast<MPI_Offset>(header.size() + array.nbytes())), "MPI_File_set_size");
+  if (process_index() == 0 && latch.ok()) {
+    MPI_Status status;
+    if (latch.check(MPI_File_write_at(fh, 0, header.data(), static_cast<int>(header.size()), MPI_BYTE, &status),
+                    "MPI_File_write_at (header)")) {
+      int wrote = 0;
+      if (latch.check(MPI_Get_count(&status, MPI_BYTE, &wrote), "MPI_Get_count") &&
+          wrote != static_cast<int>(header.size()))
+        latch.fail("wrote " + std::to_string(wrote) + " of " + std::to_string(header.size()) + " header bytes");
+    }
+  }
+  detail::transfer_rounds(fh, static_cast<MPI_Offset>(header.size()), rounds, blocks.transfers(), true, latch);
+  latch.check(MPI_File_close(&fh), "MPI_File_close");
+  latch.agree(comm);
+}
+
+// Reads the .npy file at `path` into an array with `sharding`, whatever wrote the file and however many
+// processes did. Collective over every process: process 0 reads and checks the header and broadcasts it (or its
+// error); then each process reads only the blocks its devices hold, each distinct block once through a subarray
+// view and MPI_File_read_all, copying it to the block's other replicas on the process. Throws IoError for a
+// malformed or truncated file and for a dtype or rank other than T and N, NotSupported for Fortran order and
+// big-endian data; the same error on every process.
+template <class T, int N, class MemorySpace = DefaultMemorySpace>
+DistributedArray<T, N, MemorySpace> load_npy(const std::string& path, const NamedSharding& sharding) {
+  constexpr const char* api = "io::load_npy";
+  const MPI_Comm comm = detail::world_comm();
+  const detail::NpyFileInfo info = detail::read_npy_header_collective(api, path, comm);
+  detail::check_npy_matches<T, N>(info.header, api, path);
+  detail::check_npy_data_size(info.header, sizeof(T), info.file_size, api, path);
+  const Shape& shape = info.header.shape;
+  detail::check_array_args<N>(api, shape, sharding);
+
+  const auto devs = detail::process_device_blocks(sharding, shape, process_index());
+  auto shards = detail::allocate_shards<T, N, MemorySpace>(devs, /*initialize=*/false);
+  const auto distinct = detail::distinct_blocks(devs);
+  detail::BlockTransfers<T, MemorySpace> blocks;
+  for (const detail::Block& b : distinct) blocks.add(shards[b.holders[0]].data.data(), shape, b.index);
+  const int rounds = detail::agreed_rounds(blocks.size(), comm);
+
+  detail::IoLatch latch(api, path);
+  MPI_File fh = detail::open_collective(comm, path, MPI_MODE_RDONLY, latch);
+  detail::transfer_rounds(fh, static_cast<MPI_Offset>(info.header.data_offset), rounds, blocks.transfers(), false,
+                          latch);
+  latch.check(MPI_File_close(&fh), "MPI_File_close");
+  latch.agree(comm);
+  for (const detail::Block& b : distinct) detail::fill_replicas(shards, b);
+  Kokkos::fence();
+  return DistributedArray<T, N, MemorySpace>(detail::AdoptShards{}, shape, sharding, std::move(shards));
+}
+
+}  // namespace io
+}  // namespace darray

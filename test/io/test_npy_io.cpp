@@ -1,0 +1,279 @@
+// Collective save_npy / load_npy at every process and device count: round trips over meshes, specs, uneven and
+// empty blocks, 0-d and zero-size arrays and every element type, checked against the file's raw bytes as well as
+// after loading; replica 0 is what gets written; pieces split below the message limit; and every bad file gives
+// the same clear error on every process.
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "io_test_util.hpp"
+
+using namespace darray;
+using darray::testing::all_ok;
+using darray::testing::TempDir;
+
+namespace {
+
+// What rank 0 finds in the file: the exact header numpy would write, then element_value at every flat index.
+template <class T>
+std::string check_file_bytes(const std::string& path, const Shape& shape) {
+  if (darray::testing::world_rank() != 0) return "";
+  const auto bytes = darray::testing::read_file_bytes(path);
+  const std::string header = detail::format_npy_header(detail::npy_descr<T>(), shape);
+  const std::size_t n = static_cast<std::size_t>(volume(shape));
+  if (bytes.size() != header.size() + n * sizeof(T))
+    return "file has " + std::to_string(bytes.size()) + " bytes, expected " +
+           std::to_string(header.size() + n * sizeof(T));
+  if (std::memcmp(bytes.data(), header.data(), header.size()) != 0) return "header differs";
+  for (std::size_t f = 0; f < n; ++f) {
+    T v;
+    std::memcpy(static_cast<void*>(&v), bytes.data() + header.size() + f * sizeof(T), sizeof(T));
+    if (!(v == darray::testing::element_value<T>(static_cast<int64_t>(f))))
+      return "element " + std::to_string(f) + " differs";
+  }
+  return "";
+}
+
+struct Layout {
+  Shape shape;
+  NamedSharding sharding;
+  NamedSharding reload;  // a second sharding to load the same file into
+};
+
+// Meshes over all devices with even, uneven, empty and replicated blocks, for rank N.
+template <int N>
+std::vector<Layout> layouts() {
+  const int64_t n = device_count();
+  const auto [a, b] = darray::testing::two_axes(n);
+  const Mesh line = make_mesh({n}, {"x"});
+  const Mesh grid = make_mesh({a, b}, {"a", "b"});
+  const NamedSharding replicated(line, P{});
+  std::vector<Layout> out;
+  if constexpr (N == 0) {
+    out.push_back({{}, replicated, NamedSharding(grid, P{})});
+  } else if constexpr (N == 1) {
+    out.push_back({{2 * n + 1}, NamedSharding(line, P{"x"}), replicated});
+    out.push_back({{1}, NamedSharding(line, P{"x"}), NamedSharding(grid, P{"b"})});  // empty blocks
+    out.push_back({{0}, NamedSharding(line, P{"x"}), replicated});                  // zero-size
+  } else if constexpr (N == 2) {
+    out.push_back({{7, 5}, NamedSharding(grid, P{"a", "b"}), NamedSharding(grid, P{"b", "a"})});
+    out.push_back({{9, 4}, NamedSharding(grid, P{none, "a"}), NamedSharding(line, P{"x"})});  // b replicated
+    out.push_back({{5, 6}, NamedSharding(grid, P{axes("a", "b")}), replicated});
+    out.push_back({{1, 3}, NamedSharding(grid, P{"a", "b"}), NamedSharding(line, P{none, "x"})});
+    out.push_back({{4, 0}, NamedSharding(grid, P{"a", "b"}), NamedSharding(line, P{"x"})});
+  } else if constexpr (N == 3) {
+    out.push_back({{3, 4, 5}, NamedSharding(grid, P{"a", none, "b"}), NamedSharding(grid, P{none, "b", "a"})});
+  } else {
+    out.push_back({{2, 3, 2, 3}, NamedSharding(grid, P{none, "a", none, "b"}), NamedSharding(line, P{none, none, "x"})});
+  }
+  return out;
+}
+
+template <class T, int N>
+void round_trip(const TempDir& dir, const std::string& name) {
+  for (const Layout& l : layouts<N>()) {
+    INFO(dtype_name<T>() << " shape " << shape_to_string(l.shape) << " saved as " << l.sharding << ", reloaded as "
+                         << l.reload);
+    const std::string path = dir.file(name);
+    const auto a = darray::testing::make_test_array<T, N>(l.shape, l.sharding);
+    io::save_npy(path, a);
+    const std::string file_err = check_file_bytes<T>(path, l.shape);
+    INFO("file: " << file_err);
+    REQUIRE(all_ok(file_err.empty()));
+    for (const NamedSharding& s : {l.sharding, l.reload}) {
+      const auto b = io::load_npy<T, N>(path, s);
+      const std::string err = darray::testing::check_loaded(b, l.shape, s);
+      INFO("loaded as " << s << ": " << err);
+      REQUIRE(all_ok(err.empty()));
+    }
+  }
+}
+
+// The message every process got is the same as process 0's.
+bool same_everywhere(const std::string& msg) {
+  std::vector<char> root(msg.begin(), msg.end());
+  int len = static_cast<int>(root.size());
+  MPI_Bcast(&len, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  root.resize(static_cast<std::size_t>(len));
+  MPI_Bcast(root.data(), len, MPI_CHAR, 0, MPI_COMM_WORLD);
+  return std::string(root.begin(), root.end()) == msg;
+}
+
+}  // namespace
+
+// Asserts that expr throws ErrorType with every fragment in its message, and the very same message everywhere.
+#define REQUIRE_SAME_ERROR(ErrorType, expr, ...)                                                    \
+  do {                                                                                              \
+    DARRAY_REQUIRE_THROWS_ALL(ErrorType, expr, __VA_ARGS__);                                        \
+    const std::string same_msg_ = ::darray::testing::error_message<ErrorType>([&] { (void)(expr); }); \
+    INFO("message: " << same_msg_);                                                                 \
+    REQUIRE(all_ok(same_everywhere(same_msg_)));                                                     \
+  } while (false)
+
+TEST_CASE("save_npy then load_npy round trips ranks 0-4 and every element type", "[roundtrip]") {
+  TempDir dir;
+  round_trip<double, 0>(dir, "r0.npy");
+  round_trip<float, 1>(dir, "r1.npy");
+  round_trip<double, 2>(dir, "r2.npy");
+  round_trip<Kokkos::complex<double>, 2>(dir, "c2.npy");
+  round_trip<int32_t, 3>(dir, "r3.npy");
+  round_trip<int64_t, 4>(dir, "r4.npy");
+  round_trip<Kokkos::complex<float>, 1>(dir, "c1.npy");
+  round_trip<uint8_t, 1>(dir, "u8.npy");
+  round_trip<int8_t, 1>(dir, "i8.npy");
+  round_trip<uint16_t, 1>(dir, "u16.npy");
+  round_trip<int16_t, 1>(dir, "i16.npy");
+  round_trip<uint32_t, 1>(dir, "u32.npy");
+  round_trip<uint64_t, 1>(dir, "u64.npy");
+}
+
+TEST_CASE("pieces split below the message limit land where they belong", "[roundtrip]") {
+  // DARRAY_MPI_MAX_MESSAGE_BYTES caps every MPI-IO count; 24 bytes cuts blocks into many slabs and sub-rows, so
+  // every process makes many collective rounds, and uneven counts between processes.
+  const char* previous = std::getenv("DARRAY_MPI_MAX_MESSAGE_BYTES");
+  const std::string saved = previous ? previous : "";
+  setenv("DARRAY_MPI_MAX_MESSAGE_BYTES", "24", 1);
+  TempDir dir;
+  round_trip<double, 2>(dir, "split2.npy");
+  round_trip<Kokkos::complex<double>, 3>(dir, "split3.npy");  // 16-byte elements: one per piece
+  round_trip<int32_t, 4>(dir, "split4.npy");
+  if (previous) setenv("DARRAY_MPI_MAX_MESSAGE_BYTES", saved.c_str(), 1);
+  else unsetenv("DARRAY_MPI_MAX_MESSAGE_BYTES");
+}
+
+TEST_CASE("save_npy writes replica 0 of each block, and load_npy fills every replica") {
+  TempDir dir;
+  const int64_t n = device_count();
+  const auto [a, b] = darray::testing::two_axes(n);
+  const NamedSharding s(make_mesh({a, b}, {"a", "b"}), P{"a"});  // b replicates
+  const Shape shape{2 * a + 1, 3};
+  const auto arr = darray::testing::make_test_array<double, 2>(shape, s);
+  // Spoil every other replica: had any of them been written, the file would show it.
+  for (const auto& sh : arr.addressable_shards())
+    if (sh.replica_id != 0) Kokkos::deep_copy(sh.data, -1.0);
+  const std::string path = dir.file("replicas.npy");
+  io::save_npy(path, arr);
+  const std::string err = check_file_bytes<double>(path, shape);
+  INFO(err);
+  REQUIRE(all_ok(err.empty()));
+  const auto back = io::load_npy<double, 2>(path, s);
+  const std::string load_err = darray::testing::check_loaded(back, shape, s);
+  INFO(load_err);
+  REQUIRE(all_ok(load_err.empty()));
+}
+
+TEST_CASE("save_npy replaces a longer file and a mesh may leave processes out") {
+  TempDir dir;
+  const std::string path = dir.file("over.npy");
+  const NamedSharding line(make_mesh({device_count()}, {"x"}), P{"x"});
+  io::save_npy(path, darray::testing::make_test_array<double, 1>({1000}, line));
+  io::save_npy(path, darray::testing::make_test_array<double, 1>({3}, line));
+  std::string err = check_file_bytes<double>(path, {3});
+  INFO(err);
+  REQUIRE(all_ok(err.empty()));
+  // A mesh of process 0's devices only: the other processes hold no shard but still take part.
+  std::vector<Device> p0;
+  for (const Device& d : devices())
+    if (d.process_index == 0) p0.push_back(d);
+  const NamedSharding on_p0(Mesh(p0, {static_cast<int64_t>(p0.size())}, {"x"}), P{"x"});
+  io::save_npy(path, darray::testing::make_test_array<float, 2>({5, 3}, on_p0));
+  err = check_file_bytes<float>(path, {5, 3});
+  INFO(err);
+  REQUIRE(all_ok(err.empty()));
+  const auto back = io::load_npy<float, 2>(path, on_p0);
+  err = darray::testing::check_loaded(back, {5, 3}, on_p0);
+  INFO(err);
+  REQUIRE(all_ok(err.empty()));
+}
+
+TEST_CASE("read_npy_header reports what a file holds") {
+  TempDir dir;
+  const std::string path = dir.file("h.npy");
+  const NamedSharding line(make_mesh({device_count()}, {"x"}), P{"x"});
+  io::save_npy(path, darray::testing::make_test_array<Kokkos::complex<float>, 3>({2, 3, 4}, line));
+  const io::NpyHeader h = io::read_npy_header(path);
+  REQUIRE(all_ok(h.dtype == "<c8" && h.shape == Shape{2, 3, 4} && !h.fortran_order && h.data_offset == 128 &&
+                 h.version_major == 1 && h.version_minor == 0));
+  REQUIRE_SAME_ERROR(IoError, io::read_npy_header(dir.file("missing.npy")), "io::read_npy_header",
+                     "missing.npy\": cannot open");
+}
+
+TEST_CASE("bad files give the same clear error on every process") {
+  TempDir dir;
+  const NamedSharding s(make_mesh({device_count()}, {"x"}), P{"x"});
+  const std::string good = detail::format_npy_header("<f8", {3, 4});
+  const std::string data(96, '\0');
+  const auto bad = [&](const std::string& name, const std::string& bytes) {
+    const std::string path = dir.file(name);
+    darray::testing::write_file_on_root(path, bytes);
+    return path;
+  };
+  const auto header_with = [](const std::string& dict) {
+    std::string out("\x93NUMPY\x01\x00", 8);
+    out += static_cast<char>(dict.size() & 0xff);
+    out += static_cast<char>(dict.size() >> 8);
+    return out + dict;
+  };
+  std::string p;
+  REQUIRE_SAME_ERROR(IoError, (io::load_npy<double, 2>(dir.file("none.npy"), s)), "io::load_npy", "none.npy\"",
+                     "cannot open");
+  p = bad("empty.npy", "");
+  REQUIRE_SAME_ERROR(IoError, (io::load_npy<double, 2>(p, s)), "empty.npy\" is truncated: 0 bytes");
+  p = bad("magic.npy", "PK\x03\x04 this is a zip file" + data);
+  REQUIRE_SAME_ERROR(IoError, (io::load_npy<double, 2>(p, s)), "magic.npy\" is not a .npy file", "PK\\x03\\x04");
+  p = bad("version.npy", std::string("\x93NUMPY\x05\x00", 8) + good.substr(8) + data);
+  REQUIRE_SAME_ERROR(IoError, (io::load_npy<double, 2>(p, s)), "version 5.0, which is not supported");
+  p = bad("short_header.npy", good.substr(0, 60));
+  REQUIRE_SAME_ERROR(IoError, (io::load_npy<double, 2>(p, s)), "short_header.npy\" is truncated or corrupt",
+                     "says 118 bytes, but the file has only 50 bytes after the 10-byte preamble");
+  p = bad("short_data.npy", good + data.substr(0, 95));
+  REQUIRE_SAME_ERROR(IoError, (io::load_npy<double, 2>(p, s)), "short_data.npy\" is truncated",
+                     "96 data bytes from offset 128 (224 bytes in all), but the file has 223 bytes");
+  std::string lie = good + data;
+  lie[8] = '\xff';
+  lie[9] = '\xff';
+  p = bad("lie.npy", lie);
+  REQUIRE_SAME_ERROR(IoError, (io::load_npy<double, 2>(p, s)), "says 65535 bytes, but the file has only 214 bytes");
+  p = bad("absurd.npy", std::string("\x93NUMPY\x02\x00\xf0\xff\xff\x7f", 12) + data);
+  REQUIRE_SAME_ERROR(IoError, (io::load_npy<double, 2>(p, s)), "absurd.npy\" is corrupt",
+                     "header length field says 2147483632 bytes");
+  p = bad("list.npy", header_with("['descr', '<f8']\n"));
+  REQUIRE_SAME_ERROR(IoError, (io::load_npy<double, 2>(p, s)), "the header is a list, not a dict");
+  p = bad("keys.npy", header_with("{'descr': '<f8', 'shape': (3, 4)}\n") + data);
+  REQUIRE_SAME_ERROR(IoError, (io::load_npy<double, 2>(p, s)), "missing key 'fortran_order'");
+  p = bad("shape.npy", header_with("{'descr': '<f8', 'fortran_order': False, 'shape': (3, four)}\n") + data);
+  REQUIRE_SAME_ERROR(IoError, (io::load_npy<double, 2>(p, s)), "unknown name 'four'");
+  p = bad("dtype.npy", good + data);
+  REQUIRE_SAME_ERROR(IoError, (io::load_npy<float, 2>(p, s)), "dtype.npy\" has dtype '<f8'",
+                     "io::load_npy<float32, 2> expects '<f4' (float32)");
+  REQUIRE_SAME_ERROR(IoError, (io::load_npy<double, 3>(p, s)), "has shape (3, 4) (rank 2)",
+                     "io::load_npy<float64, 3> expects rank 3");
+  p = bad("big_endian.npy", detail::format_npy_header(">f8", {3, 4}) + data);
+  REQUIRE_SAME_ERROR(NotSupported, (io::load_npy<double, 2>(p, s)), "big-endian data (dtype '>f8')");
+  p = bad("fortran.npy", detail::format_npy_header("<f8", {3, 4}, true) + data);
+  REQUIRE_SAME_ERROR(NotSupported, (io::load_npy<double, 2>(p, s)), "Fortran (column-major) order");
+  // A directory is no file; a spec longer than the file's rank is the caller's mistake.
+  REQUIRE_SAME_ERROR(IoError, (io::load_npy<double, 2>(dir.path(), s)), "io::load_npy");
+  p = bad("rank1.npy", detail::format_npy_header("<f8", {12}) + data);
+  const NamedSharding two_d(make_mesh({device_count(), 1}, {"a", "b"}), P{"a", "b"});
+  REQUIRE_SAME_ERROR(InvalidArgument, (io::load_npy<double, 1>(p, two_d)), "has 2 entries but the array has rank 1");
+  // After all that, a good file still loads.
+  p = bad("good.npy", good + data);
+  const auto ok = io::load_npy<double, 2>(p, s);
+  REQUIRE(all_ok(ok.shape() == Shape{3, 4}));
+}
+
+TEST_CASE("save_npy failures are IoErrors naming the path and MPI's message, alike everywhere") {
+  TempDir dir;
+  const NamedSharding s(make_mesh({device_count()}, {"x"}), P{"x"});
+  const auto a = darray::testing::make_test_array<double, 1>({10}, s);
+  const std::string path = dir.file("no/such/dir/x.npy");
+  REQUIRE_SAME_ERROR(IoError, io::save_npy(path, a), "io::save_npy", "no/such/dir/x.npy\": MPI_File_open failed: ");
+  // The library keeps working afterwards.
+  io::save_npy(dir.file("fine.npy"), a);
+  const std::string err = check_file_bytes<double>(dir.file("fine.npy"), {10});
+  REQUIRE(all_ok(err.empty()));
+}
