@@ -12,7 +12,7 @@ namespace darray_test {
 
 // Sets (or unsets, with nullptr) an environment variable for one scope, restoring the previous value after.
 class ScopedEnv {
-public:
+ public:
   ScopedEnv(const char* name, const char* value) : m_name(name) {
     if (const char* old = std::getenv(name)) m_old = std::string(old);
     if (value != nullptr)
@@ -29,7 +29,7 @@ public:
   ScopedEnv(const ScopedEnv&) = delete;
   ScopedEnv& operator=(const ScopedEnv&) = delete;
 
-private:
+ private:
   std::string m_name;
   std::optional<std::string> m_old;
 };

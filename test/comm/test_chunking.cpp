@@ -108,9 +108,9 @@ TEST_CASE("DARRAY_MPI_MAX_MESSAGE_BYTES is parsed strictly") {
     INFO("value " << bad);
     ScopedEnv env("DARRAY_MPI_MAX_MESSAGE_BYTES", bad);
     CHECK_THROWS_AS(darray::max_message_bytes(), InvalidArgument);
-    CHECK_THROWS_WITH(darray::max_message_bytes(),
-                      Catch::Contains("DARRAY_MPI_MAX_MESSAGE_BYTES") &&
-                          Catch::Contains(std::string("\"") + bad + "\"") && Catch::Contains("1 to 2147483584"));
+    CHECK_THROWS_WITH(darray::max_message_bytes(), Catch::Contains("DARRAY_MPI_MAX_MESSAGE_BYTES") &&
+                                                       Catch::Contains(std::string("\"") + bad + "\"") &&
+                                                       Catch::Contains("1 to 2147483584"));
   }
 }
 

@@ -47,7 +47,7 @@ Pattern random_pattern(int procs, std::uint64_t seed, double density, std::size_
 struct Buffers {
   ExchangePlan plan;
   std::vector<std::byte> send, recv;
-  std::vector<char> recv_used;               // which receive bytes belong to a message (the rest is padding)
+  std::vector<char> recv_used;                       // which receive bytes belong to a message (the rest is padding)
   std::vector<std::pair<int, std::size_t>> recv_id;  // (source, message index) of each plan.recvs entry
 };
 
@@ -137,7 +137,8 @@ TEST_CASE("random exchanges move every byte with every method") {
   int runs = 0, alltoallv_runs = 0;
   for (std::uint64_t seed : {11u, 12u, 13u, 14u})
     for (double density : {0.25, 0.6, 1.0}) {
-      const Pattern p = random_pattern(procs, seed * 7919 + static_cast<std::uint64_t>(density * 100), density, 1500, 3);
+      const Pattern p =
+          random_pattern(procs, seed * 7919 + static_cast<std::uint64_t>(density * 100), density, 1500, 3);
       const bool fits = alltoallv_fits(p, max);
       for (ExchangeMethod m : {ExchangeMethod::automatic, ExchangeMethod::point_to_point, ExchangeMethod::alltoallv}) {
         if (m == ExchangeMethod::alltoallv && !fits) continue;
@@ -159,7 +160,8 @@ TEST_CASE("the automatic method is agreed from the sparsest process") {
   const MPI_Comm comm = darray::detail::world_comm();
   const int me = darray::process_index(), procs = darray::process_count();
   const std::size_t max = darray::max_message_bytes();
-  Pattern dense(static_cast<std::size_t>(procs), std::vector<std::vector<std::size_t>>(static_cast<std::size_t>(procs)));
+  Pattern dense(static_cast<std::size_t>(procs),
+                std::vector<std::vector<std::size_t>>(static_cast<std::size_t>(procs)));
   Pattern pairs = dense;
   for (int a = 0; a < procs; ++a)
     for (int c = 0; c < procs; ++c) {
@@ -174,7 +176,8 @@ TEST_CASE("the automatic method is agreed from the sparsest process") {
       const ExchangeMethod got = darray::choose_exchange_method(comm, b.plan, opt);
       const int needed = std::max(1, static_cast<int>(std::ceil(fraction * (procs - 1))));
       const bool expect_dense = procs > 1 && alltoallv_fits(*p, max) && min_peers(*p) >= needed;
-      INFO("pattern " << (p == &dense ? "dense" : "pairs") << " fraction " << fraction << " got " << darray::to_string(got));
+      INFO("pattern " << (p == &dense ? "dense" : "pairs") << " fraction " << fraction << " got "
+                      << darray::to_string(got));
       CHECK(got == (expect_dense ? ExchangeMethod::alltoallv : ExchangeMethod::point_to_point));
       darray::exchange(comm, b.plan, data_or_null(b.send), data_or_null(b.recv), opt);
       REQUIRE(darray::testing::all_ok(all_ok(b, me)));
@@ -224,7 +227,8 @@ TEST_CASE("empty plans, empty messages and self messages") {
     zeros.recvs.push_back({q, 0, 0});
   }
   std::size_t reported = 0;
-  darray::exchange_with_callback(comm, zeros, nullptr, nullptr, [&](std::size_t, const darray::PeerBytes&) { ++reported; });
+  darray::exchange_with_callback(comm, zeros, nullptr, nullptr,
+                                 [&](std::size_t, const darray::PeerBytes&) { ++reported; });
   CHECK(darray::testing::all_ok(reported == zeros.recvs.size()));
   // Self messages only: a direct copy, several per process, paired in order.
   Pattern self(static_cast<std::size_t>(procs), std::vector<std::vector<std::size_t>>(static_cast<std::size_t>(procs)));
@@ -307,6 +311,7 @@ TEST_CASE("exchange errors are clear, and agreed when the method is automatic") 
     std::fill(buf.begin(), buf.end(), std::byte{0});
     std::fill(buf.begin(), buf.begin() + 16, std::byte{7});
     darray::exchange(comm, gap, buf.data(), buf.data() + 32);
-    CHECK(darray::testing::all_ok(std::all_of(buf.begin() + 32, buf.begin() + 40, [](std::byte x) { return x == std::byte{7}; })));
+    CHECK(darray::testing::all_ok(
+        std::all_of(buf.begin() + 32, buf.begin() + 40, [](std::byte x) { return x == std::byte{7}; })));
   }
 }

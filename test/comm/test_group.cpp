@@ -80,21 +80,24 @@ TEST_CASE("exchange inside a group uses group ranks") {
   for (int q = 0; q < g.size(); ++q) {
     plan.sends.push_back({q, send.size(), n});
     plan.recvs.push_back({q, static_cast<std::size_t>(q) * n, n});
-    for (std::size_t i = 0; i < n; ++i) send.push_back(darray_test::pattern(me, g.world_ranks()[static_cast<std::size_t>(q)], 0, i));
+    for (std::size_t i = 0; i < n; ++i)
+      send.push_back(darray_test::pattern(me, g.world_ranks()[static_cast<std::size_t>(q)], 0, i));
   }
   recv.assign(static_cast<std::size_t>(g.size()) * n, std::byte{0});
   darray::exchange(g.comm(), plan, send.data(), recv.data());
   bool ok = true;
   for (int q = 0; q < g.size(); ++q)
     for (std::size_t i = 0; i < n; ++i)
-      ok = ok && recv[static_cast<std::size_t>(q) * n + i] == darray_test::pattern(g.world_ranks()[static_cast<std::size_t>(q)], me, 0, i);
+      ok = ok && recv[static_cast<std::size_t>(q) * n + i] ==
+                     darray_test::pattern(g.world_ranks()[static_cast<std::size_t>(q)], me, 0, i);
   REQUIRE(darray::testing::all_ok(ok));
 }
 
 TEST_CASE("malformed color vectors") {
   const int procs = darray::process_count();
-  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, darray::group_comm(std::vector<int>(static_cast<std::size_t>(procs) + 1, 0)),
-                            "group_comm", "expected one per process");
+  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument,
+                            darray::group_comm(std::vector<int>(static_cast<std::size_t>(procs) + 1, 0)), "group_comm",
+                            "expected one per process");
   std::vector<int> negative(static_cast<std::size_t>(procs), 0);
   negative.back() = -2;
   DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, darray::group_comm(negative), "color -2", "expected 0 or more");

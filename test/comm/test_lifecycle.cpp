@@ -28,7 +28,8 @@ bool small_exchange(darray::Transport& t) {
   }
   t.exchange(plan, send.data(), recv.data());
   bool ok = true;
-  for (int q = 0; q < t.size(); ++q) ok = ok && recv[static_cast<std::size_t>(q)] == static_cast<std::byte>(16 * q + t.rank());
+  for (int q = 0; q < t.size(); ++q)
+    ok = ok && recv[static_cast<std::size_t>(q)] == static_cast<std::byte>(16 * q + t.rank());
   return ok;
 }
 

@@ -33,8 +33,8 @@ TEST_CASE("NCCL return codes become NcclError naming the call and NCCL's message
   CHECK_NOTHROW(strict_success());
   CHECK_THROWS_AS(strict_in_progress(), darray::NcclError);
   CHECK_NOTHROW(async_in_progress());
-  CHECK_THROWS_WITH(async_failure(),
-                    Catch::Contains("returns(ncclSystemError)") && Catch::Contains(ncclGetErrorString(ncclSystemError)));
+  CHECK_THROWS_WITH(async_failure(), Catch::Contains("returns(ncclSystemError)") &&
+                                         Catch::Contains(ncclGetErrorString(ncclSystemError)));
 }
 
 TEST_CASE("CUDA return codes on the NCCL path become NcclError") {
@@ -56,12 +56,13 @@ TEST_CASE("CUDA return codes on the NCCL path become NcclError") {
 TEST_CASE("the NCCL watchdog refuses aborted communicators and enforces its deadline") {
   ncclComm_t aborted = nullptr;
   darray::detail::NcclWatchdog dog("exchange (NCCL)", 1);
-  CHECK_THROWS_WITH(dog.poll(aborted), Catch::Contains("exchange (NCCL)") && Catch::Contains("aborted by an earlier error"));
+  CHECK_THROWS_WITH(dog.poll(aborted),
+                    Catch::Contains("exchange (NCCL)") && Catch::Contains("aborted by an earlier error"));
   CHECK_NOTHROW(dog.check_deadline(aborted));
   std::this_thread::sleep_for(std::chrono::milliseconds(1100));
-  CHECK_THROWS_WITH(dog.check_deadline(aborted),
-                    Catch::Contains("did not complete within 1 s") && Catch::Contains("DARRAY_NCCL_TIMEOUT_S") &&
-                        Catch::Contains("communicator was aborted"));
+  CHECK_THROWS_WITH(dog.check_deadline(aborted), Catch::Contains("did not complete within 1 s") &&
+                                                     Catch::Contains("DARRAY_NCCL_TIMEOUT_S") &&
+                                                     Catch::Contains("communicator was aborted"));
   const ncclConfig_t config = darray::detail::nonblocking_nccl_config();
   CHECK(config.blocking == 0);
 }

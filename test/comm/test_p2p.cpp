@@ -130,12 +130,13 @@ TEST_CASE("a size mismatch between sender and receiver is detected") {
     short_msg = darray::testing::error_message<InvalidArgument>([&] { darray::recv(comm, buf.data(), 12, 0, 21); });
   // Receiver expects less than was sent: truncation is an MPI error.
   if (rank == 0) darray::send(comm, buf.data(), 12, 1, 22);
-  if (rank == 1) long_msg = darray::testing::error_message<darray::Error>([&] { darray::recv(comm, buf.data(), 10, 0, 22); });
+  if (rank == 1)
+    long_msg = darray::testing::error_message<darray::Error>([&] { darray::recv(comm, buf.data(), 10, 0, 22); });
   bool ok = true;
   if (rank == 1) {
     INFO(short_msg << " | " << long_msg);
-    ok = short_msg.find("from process 0") != std::string::npos && short_msg.find("bytes were expected") != std::string::npos &&
-         !long_msg.empty();
+    ok = short_msg.find("from process 0") != std::string::npos &&
+         short_msg.find("bytes were expected") != std::string::npos && !long_msg.empty();
   }
   REQUIRE(darray::testing::all_ok(ok));
 }
@@ -144,8 +145,7 @@ TEST_CASE("point-to-point argument errors") {
   const MPI_Comm comm = darray::detail::world_comm();
   const int size = darray::process_count();
   std::vector<std::byte> buf(8);
-  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, darray::send(comm, buf.data(), 8, size, 0), "send", "peer",
-                            "not a rank");
+  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, darray::send(comm, buf.data(), 8, size, 0), "send", "peer", "not a rank");
   DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, darray::irecv(comm, buf.data(), 8, -1, 0), "irecv", "peer -1");
   DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, darray::isend(comm, nullptr, 8, 0, 0), "null buffer");
   DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, darray::recv(MPI_COMM_NULL, buf.data(), 8, 0, 0), "MPI_COMM_NULL");

@@ -33,8 +33,10 @@ AllToAll all_to_all(int me_world, const std::vector<int>& world_of, int me, std:
   for (int q = 0; q < size; ++q) {
     a.plan.sends.push_back({q, static_cast<std::size_t>(q) * n, n});
     a.plan.recvs.push_back({q, static_cast<std::size_t>(q) * n, n});
-    for (std::size_t i = 0; i < n; ++i) a.send.push_back(pattern(me_world, world_of[static_cast<std::size_t>(q)], 0, i));
-    for (std::size_t i = 0; i < n; ++i) a.expect.push_back(pattern(world_of[static_cast<std::size_t>(q)], me_world, 0, i));
+    for (std::size_t i = 0; i < n; ++i)
+      a.send.push_back(pattern(me_world, world_of[static_cast<std::size_t>(q)], 0, i));
+    for (std::size_t i = 0; i < n; ++i)
+      a.expect.push_back(pattern(world_of[static_cast<std::size_t>(q)], me_world, 0, i));
   }
   (void)me;
   return a;

@@ -45,8 +45,8 @@ inline void allreduce(MPI_Comm comm, const void* send, void* recv, std::size_t c
   for (std::size_t i = 0, n = detail::chunk_count(count, per_chunk); i < n; ++i) {
     const detail::Chunk c = detail::chunk_at(count, per_chunk, i);
     const void* chunk_send = in_place ? MPI_IN_PLACE : static_cast<const void*>(s + c.offset * elem);
-    DARRAY_MPI_CHECK(MPI_Allreduce(chunk_send, r + c.offset * elem, detail::to_mpi_count(c.bytes, "allreduce"), type,
-                                   op, comm));
+    DARRAY_MPI_CHECK(
+        MPI_Allreduce(chunk_send, r + c.offset * elem, detail::to_mpi_count(c.bytes, "allreduce"), type, op, comm));
   }
 }
 

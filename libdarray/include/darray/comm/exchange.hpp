@@ -104,7 +104,8 @@ inline void exchange_impl(MPI_Comm comm, const ExchangePlan& plan, const std::by
     for (std::size_t i = 0; i < plan.recvs.size(); ++i) {
       const PeerBytes& e = plan.recvs[i];
       if (e.peer != rank && e.bytes > 0)
-        remaining[i] = requests.post_recv(comm, recv + e.offset, e.bytes, e.peer, options.tag, i, max_bytes, "exchange");
+        remaining[i] =
+            requests.post_recv(comm, recv + e.offset, e.bytes, e.peer, options.tag, i, max_bytes, "exchange");
     }
     for (std::size_t i = 0; i < plan.sends.size(); ++i) {
       const PeerBytes& e = plan.sends[i];

@@ -10,9 +10,9 @@
 namespace darray {
 
 struct PeerBytes {
-  int peer = 0;             // rank in the communicator the exchange runs on
-  std::size_t offset = 0;   // byte offset into the send (or receive) buffer
-  std::size_t bytes = 0;    // byte count; 0 is allowed and moves nothing
+  int peer = 0;            // rank in the communicator the exchange runs on
+  std::size_t offset = 0;  // byte offset into the send (or receive) buffer
+  std::size_t bytes = 0;   // byte count; 0 is allowed and moves nothing
 };
 
 struct ExchangePlan {
@@ -28,9 +28,12 @@ enum class ExchangeMethod {
 
 inline const char* to_string(ExchangeMethod m) {
   switch (m) {
-    case ExchangeMethod::alltoallv: return "alltoallv";
-    case ExchangeMethod::point_to_point: return "point_to_point";
-    default: return "automatic";
+    case ExchangeMethod::alltoallv:
+      return "alltoallv";
+    case ExchangeMethod::point_to_point:
+      return "point_to_point";
+    default:
+      return "automatic";
   }
 }
 

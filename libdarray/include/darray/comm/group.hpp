@@ -20,7 +20,7 @@
 namespace darray {
 
 class ProcessGroup {
-public:
+ public:
   MPI_Comm comm() const { return m_comm; }
   int rank() const { return m_rank; }  // this process's rank in comm()
   int size() const { return static_cast<int>(m_world_ranks.size()); }
@@ -43,7 +43,7 @@ public:
     if (!finalized && m_comm != MPI_COMM_NULL) MPI_Comm_free(&m_comm);
   }
 
-private:
+ private:
   friend const ProcessGroup& process_group(const std::vector<int>&);
   ProcessGroup() = default;
   MPI_Comm m_comm = MPI_COMM_NULL;
@@ -92,10 +92,9 @@ inline GroupCache& group_cache() {
 // Group rank of world_rank under color_of_process: its position among the processes of the same color, in world
 // rank order (the order MPI_Comm_split with key = world rank produces). Pure: no MPI, usable by planners.
 inline int group_rank(const std::vector<int>& color_of_process, int world_rank) {
-  DARRAY_THROW_IF(world_rank < 0 || static_cast<std::size_t>(world_rank) >= color_of_process.size(), InvalidArgument,
-                  "group_rank",
-                  "world rank " << world_rank << " outside the color vector of " << color_of_process.size()
-                                << " processes");
+  DARRAY_THROW_IF(
+      world_rank < 0 || static_cast<std::size_t>(world_rank) >= color_of_process.size(), InvalidArgument, "group_rank",
+      "world rank " << world_rank << " outside the color vector of " << color_of_process.size() << " processes");
   int g = 0;
   for (int p = 0; p < world_rank; ++p)
     if (color_of_process[static_cast<std::size_t>(p)] == color_of_process[static_cast<std::size_t>(world_rank)]) ++g;

@@ -28,8 +28,8 @@ inline int nccl_timeout_seconds() { return detail::env_nccl_timeout_seconds(); }
 inline std::size_t byte_count(int64_t count, std::size_t element_size, const char* api) {
   DARRAY_THROW_IF(count < 0, InvalidArgument, api, "negative element count " << count << "; expected 0 or more");
   const auto n = static_cast<std::size_t>(count);
-  DARRAY_THROW_IF(element_size != 0 && n > std::numeric_limits<std::size_t>::max() / element_size, InvalidArgument,
-                  api, count << " elements of " << element_size << " bytes overflow a 64-bit byte count");
+  DARRAY_THROW_IF(element_size != 0 && n > std::numeric_limits<std::size_t>::max() / element_size, InvalidArgument, api,
+                  count << " elements of " << element_size << " bytes overflow a 64-bit byte count");
   return n * element_size;
 }
 

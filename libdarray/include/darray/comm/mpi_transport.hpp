@@ -16,7 +16,7 @@
 namespace darray {
 
 class MpiTransport final : public Transport {
-public:
+ public:
   // A transport over comm. With owned = true the communicator is freed with the transport.
   explicit MpiTransport(MPI_Comm comm, bool owned = false) : m_comm(comm), m_owned(owned) {
     DARRAY_THROW_IF(comm == MPI_COMM_NULL, InvalidArgument, "MpiTransport", "communicator is MPI_COMM_NULL");
@@ -36,7 +36,7 @@ public:
   // The communicator, for callers that need exchange_with_callback or other MPI calls on the same processes.
   MPI_Comm comm() const { return m_comm; }
 
-protected:
+ protected:
   void do_exchange(const ExchangePlan& plan, const std::byte* send, std::byte* recv, const ExchangeOptions& options,
                    GpuStream) override {
     darray::exchange(m_comm, plan, send, recv, options);
@@ -51,7 +51,7 @@ protected:
     return std::make_unique<MpiTransport>(sub, true);
   }
 
-private:
+ private:
   MPI_Comm m_comm = MPI_COMM_NULL;
   bool m_owned = false;
   int m_rank = 0;

@@ -26,7 +26,7 @@
 namespace darray {
 
 class NcclTransport final : public Transport {
-public:
+ public:
   // Collective over the library communicator. Every process must see a GPU: otherwise all of them throw
   // NotSupported (the check is agreed, so nobody waits in the NCCL initialisation).
   static std::unique_ptr<NcclTransport> create_world() {
@@ -37,11 +37,13 @@ public:
     detail::run_agreed(world, [&] {
       const int visible = detail::gpu_count();
       DARRAY_THROW_IF(visible < 1, NotSupported, "transport",
-                      "the NCCL transport needs a CUDA GPU, but process " << s.rank << " sees none (cudaGetDeviceCount "
-                      "found 0); use Backend::mpi (DARRAY_BACKEND=mpi)");
+                      "the NCCL transport needs a CUDA GPU, but process "
+                          << s.rank
+                          << " sees none (cudaGetDeviceCount "
+                             "found 0); use Backend::mpi (DARRAY_BACKEND=mpi)");
       // Kokkos CUDA builds already chose this process's GPU; host builds pick by local rank like the runtime does.
       ordinal = !s.local_devices.empty() && s.local_devices[0].gpu_ordinal >= 0 ? s.local_devices[0].gpu_ordinal
-                                                                                 : s.local_rank % visible;
+                                                                                : s.local_rank % visible;
       DARRAY_CUDA_CHECK(cudaSetDevice(ordinal));
       if (s.rank == 0) DARRAY_NCCL_CHECK(ncclGetUniqueId(&id));
     });
@@ -68,7 +70,7 @@ public:
   int cuda_device() const { return m_device; }
   ncclComm_t nccl_comm() const { return m_comm; }
 
-protected:
+ protected:
   void do_exchange(const ExchangePlan& plan, const std::byte* send, std::byte* recv, const ExchangeOptions&,
                    GpuStream stream) override {
     // Everything that can throw on bad input is checked before ncclGroupStart, so no group is left open.
@@ -114,7 +116,8 @@ protected:
     detail::NcclWatchdog dog("ncclCommSplit", nccl_timeout_seconds());
     DARRAY_CUDA_CHECK(cudaSetDevice(m_device));
     // key = rank in this transport, so group ranks follow the same order as the MPI backend's groups.
-    DARRAY_NCCL_CHECK_ASYNC(ncclCommSplit(m_comm, colors[static_cast<std::size_t>(m_rank)], m_rank, &g->m_comm, &config));
+    DARRAY_NCCL_CHECK_ASYNC(
+        ncclCommSplit(m_comm, colors[static_cast<std::size_t>(m_rank)], m_rank, &g->m_comm, &config));
     dog.wait_ready(m_comm);
     dog.wait_ready(g->m_comm);
     DARRAY_NCCL_CHECK(ncclCommUserRank(g->m_comm, &g->m_rank));
@@ -122,7 +125,7 @@ protected:
     return g;
   }
 
-private:
+ private:
   NcclTransport() = default;
 
   void check_alive(const char* what) const {

@@ -37,12 +37,12 @@ inline void check_buffer(const void* data, std::size_t bytes, const char* api) {
 // Outstanding chunks of one or more nonblocking messages. wait() completes them (and checks received sizes);
 // destroying a Request that was not waited for cancels its receives and releases its sends.
 class Request {
-public:
+ public:
   Request() = default;
   void wait() { m_set.wait_all("Request::wait"); }
   bool pending() const { return m_set.pending() > 0; }
 
-private:
+ private:
   friend Request isend(MPI_Comm, const void*, std::size_t, int, int);
   friend Request irecv(MPI_Comm, void*, std::size_t, int, int);
   detail::RequestSet m_set;

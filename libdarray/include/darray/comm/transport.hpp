@@ -30,7 +30,7 @@ inline Backend parse_backend(const std::string& what, const std::string& text) {
 }
 
 class Transport {
-public:
+ public:
   Transport() = default;
   Transport(const Transport&) = delete;
   Transport& operator=(const Transport&) = delete;
@@ -69,7 +69,7 @@ public:
     return *it->second;
   }
 
-protected:
+ protected:
   virtual void do_exchange(const ExchangePlan& plan, const std::byte* send, std::byte* recv,
                            const ExchangeOptions& options, GpuStream stream) = 0;
   // Builds the sub-transport for canonical colors (0, 1, ... by first appearance).
@@ -77,7 +77,7 @@ protected:
   // Backends whose groups must go before their own resources call this first in their destructor.
   void clear_groups() { m_groups.clear(); }
 
-private:
+ private:
   std::map<std::vector<int>, std::unique_ptr<Transport>> m_groups;
 };
 

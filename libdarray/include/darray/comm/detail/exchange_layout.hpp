@@ -18,9 +18,9 @@ namespace detail {
 inline void validate_side(const std::vector<PeerBytes>& list, const char* side, int size) {
   for (std::size_t i = 0; i < list.size(); ++i) {
     const PeerBytes& e = list[i];
-    DARRAY_THROW_IF(e.peer < 0 || e.peer >= size, InvalidArgument, "exchange",
-                    "plan." << side << "[" << i << "] names peer " << e.peer << "; expected a rank from 0 to "
-                            << size - 1);
+    DARRAY_THROW_IF(
+        e.peer < 0 || e.peer >= size, InvalidArgument, "exchange",
+        "plan." << side << "[" << i << "] names peer " << e.peer << "; expected a rank from 0 to " << size - 1);
     checked_end(e.offset, e.bytes, "exchange");
   }
 }
@@ -90,8 +90,8 @@ inline bool dense_side(const std::vector<PeerBytes>& list, const char* side, int
     } else if (e.offset == end[p]) {
       end[p] += e.bytes;
     } else {
-      why_not = std::string("the ") + side + " to/from peer " + std::to_string(e.peer) +
-                " are not contiguous in plan order";
+      why_not =
+          std::string("the ") + side + " to/from peer " + std::to_string(e.peer) + " are not contiguous in plan order";
       return false;
     }
   }

@@ -26,10 +26,14 @@ MPI_Datatype mpi_datatype() {
     // By width and signedness rather than by name: int64_t is long on Linux but long long elsewhere.
     const bool s = std::is_signed<T>::value;
     switch (sizeof(T)) {
-      case 1: return s ? MPI_INT8_T : MPI_UINT8_T;
-      case 2: return s ? MPI_INT16_T : MPI_UINT16_T;
-      case 4: return s ? MPI_INT32_T : MPI_UINT32_T;
-      default: return s ? MPI_INT64_T : MPI_UINT64_T;
+      case 1:
+        return s ? MPI_INT8_T : MPI_UINT8_T;
+      case 2:
+        return s ? MPI_INT16_T : MPI_UINT16_T;
+      case 4:
+        return s ? MPI_INT32_T : MPI_UINT32_T;
+      default:
+        return s ? MPI_INT64_T : MPI_UINT64_T;
     }
   }
   return MPI_DATATYPE_NULL;

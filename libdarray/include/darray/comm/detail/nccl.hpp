@@ -32,31 +32,31 @@ inline std::string cuda_error_text(cudaError_t rc) {
 }  // namespace darray
 
 // DARRAY_NCCL_CHECK(ncclSend(...)): throws darray::NcclError naming the call unless it returns ncclSuccess.
-#define DARRAY_NCCL_CHECK(call)                                                                                \
-  do {                                                                                                         \
-    const ncclResult_t darray_nccl_rc_ = (call);                                                               \
-    if (darray_nccl_rc_ != ncclSuccess)                                                                        \
-      throw ::darray::NcclError(#call, ::darray::detail::nccl_error_text(darray_nccl_rc_),                     \
-                                static_cast<int>(darray_nccl_rc_), __FILE__, __LINE__);                        \
+#define DARRAY_NCCL_CHECK(call)                                                            \
+  do {                                                                                     \
+    const ncclResult_t darray_nccl_rc_ = (call);                                           \
+    if (darray_nccl_rc_ != ncclSuccess)                                                    \
+      throw ::darray::NcclError(#call, ::darray::detail::nccl_error_text(darray_nccl_rc_), \
+                                static_cast<int>(darray_nccl_rc_), __FILE__, __LINE__);    \
   } while (false)
 
 // Like DARRAY_NCCL_CHECK, but ncclInProgress (a nonblocking communicator still working) is not an error: the caller
 // waits with nccl_wait_ready before the next call on that communicator.
-#define DARRAY_NCCL_CHECK_ASYNC(call)                                                                          \
-  do {                                                                                                         \
-    const ncclResult_t darray_nccl_rc_ = (call);                                                               \
-    if (darray_nccl_rc_ != ncclSuccess && darray_nccl_rc_ != ncclInProgress)                                   \
-      throw ::darray::NcclError(#call, ::darray::detail::nccl_error_text(darray_nccl_rc_),                     \
-                                static_cast<int>(darray_nccl_rc_), __FILE__, __LINE__);                        \
+#define DARRAY_NCCL_CHECK_ASYNC(call)                                                      \
+  do {                                                                                     \
+    const ncclResult_t darray_nccl_rc_ = (call);                                           \
+    if (darray_nccl_rc_ != ncclSuccess && darray_nccl_rc_ != ncclInProgress)               \
+      throw ::darray::NcclError(#call, ::darray::detail::nccl_error_text(darray_nccl_rc_), \
+                                static_cast<int>(darray_nccl_rc_), __FILE__, __LINE__);    \
   } while (false)
 
 // DARRAY_CUDA_CHECK(cudaSetDevice(0)): CUDA runtime errors of the NCCL path become darray::NcclError too.
-#define DARRAY_CUDA_CHECK(call)                                                                                \
-  do {                                                                                                         \
-    const cudaError_t darray_cuda_rc_ = (call);                                                                \
-    if (darray_cuda_rc_ != cudaSuccess)                                                                        \
-      throw ::darray::NcclError(#call, ::darray::detail::cuda_error_text(darray_cuda_rc_),                     \
-                                static_cast<int>(darray_cuda_rc_), __FILE__, __LINE__);                        \
+#define DARRAY_CUDA_CHECK(call)                                                            \
+  do {                                                                                     \
+    const cudaError_t darray_cuda_rc_ = (call);                                            \
+    if (darray_cuda_rc_ != cudaSuccess)                                                    \
+      throw ::darray::NcclError(#call, ::darray::detail::cuda_error_text(darray_cuda_rc_), \
+                                static_cast<int>(darray_cuda_rc_), __FILE__, __LINE__);    \
   } while (false)
 
 namespace darray {
@@ -73,20 +73,19 @@ namespace detail {
 }
 
 class NcclWatchdog {
-public:
+ public:
   NcclWatchdog(const char* what, int timeout_s)
       : m_what(what), m_timeout_s(timeout_s), m_start(std::chrono::steady_clock::now()) {}
 
   // One poll of comm: throws (after aborting it) on an asynchronous error or past the deadline; true when idle.
   bool poll(ncclComm_t& comm) {
     if (comm == nullptr)
-      throw NcclError(m_what, "the NCCL communicator was aborted by an earlier error", static_cast<int>(ncclInvalidUsage),
-                      __FILE__, __LINE__);
+      throw NcclError(m_what, "the NCCL communicator was aborted by an earlier error",
+                      static_cast<int>(ncclInvalidUsage), __FILE__, __LINE__);
     ncclResult_t async = ncclSuccess;
     DARRAY_NCCL_CHECK(ncclCommGetAsyncError(comm, &async));
     if (async != ncclSuccess && async != ncclInProgress)
-      nccl_abort_and_throw(comm, m_what, "asynchronous NCCL error: " + nccl_error_text(async),
-                           static_cast<int>(async));
+      nccl_abort_and_throw(comm, m_what, "asynchronous NCCL error: " + nccl_error_text(async), static_cast<int>(async));
     check_deadline(comm);
     return async == ncclSuccess;
   }
@@ -117,7 +116,7 @@ public:
     }
   }
 
-private:
+ private:
   const char* m_what;
   int m_timeout_s;
   std::chrono::steady_clock::time_point m_start;

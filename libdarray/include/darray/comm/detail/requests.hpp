@@ -17,7 +17,7 @@ namespace darray {
 namespace detail {
 
 class RequestSet {
-public:
+ public:
   RequestSet() = default;
   RequestSet(const RequestSet&) = delete;
   RequestSet& operator=(const RequestSet&) = delete;
@@ -134,7 +134,7 @@ public:
                                      "from this process's");
   }
 
-private:
+ private:
   struct Posted {
     std::size_t message;
     int expected;  // bytes for a receive chunk, -1 for a send chunk
