@@ -67,7 +67,7 @@ std::vector<T> gather_to_root(const DistributedArray<T, N, MemorySpace>& a, int 
     const auto blocks = detail::replica0_blocks(detail::process_device_blocks(a.sharding(), a.shape(), me));
     const int64_t n = detail::packed_volume(blocks);
     if (n == 0) return {};
-    if (blocks.size() == 1 && detail::host_accessible_v<MemorySpace>) {
+    if (blocks.size() == 1 && detail::direct_host_access<MemorySpace>()) {
       detail::send_elements(a.addressable_shards()[blocks[0].holders[0]].data.data(), n, root, detail::gather_tag, api);
     } else {
       staging.reserve(n, api);

@@ -72,7 +72,7 @@ DistributedArray<T, N, MemorySpace> scatter_from_root(int root_process, const Ho
     const int64_t n = detail::packed_volume(blocks);
     if (n > 0) {
       // A single block lands in its view directly when the host can address it.
-      if (blocks.size() == 1 && detail::host_accessible_v<MemorySpace>) {
+      if (blocks.size() == 1 && detail::direct_host_access<MemorySpace>()) {
         detail::recv_elements(shards[blocks[0].holders[0]].data.data(), n, root_process, detail::scatter_tag, api);
         detail::fill_replicas(shards, blocks[0]);
       } else {

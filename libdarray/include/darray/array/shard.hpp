@@ -9,6 +9,7 @@
 #include "darray/array/dtype.hpp"
 #include "darray/core/index.hpp"
 #include "darray/runtime/device.hpp"
+#include "darray/runtime/environment.hpp"
 
 namespace darray {
 
@@ -30,7 +31,8 @@ struct Shard {
 template <class T, int N, class MemorySpace>
 std::ostream& operator<<(std::ostream& os, const Shard<T, N, MemorySpace>& s) {
   os << "Shard(device=" << s.device << ", index=" << s.index << ", replica_id=" << s.replica_id << ", data=";
-  if (s.data.use_count() == 0) return os << "None)";
+  // Decided by owner, not by the view: an adopted unmanaged view has no reference count either.
+  if (s.device.process_index != process_index()) return os << "None)";
   os << dtype_name<T>() << "[";
   for (int d = 0; d < N; ++d) os << (d ? ", " : "") << s.data.extent(static_cast<unsigned>(d));
   return os << "])";

@@ -39,7 +39,7 @@ void copy_box_to_view(const typename View::non_const_value_type* src, const Inde
   if (volume(block) == 0) return;
   if (const auto off = contiguous_offset(block, src_box)) {
     copy_host_to_view<N>(src + *off, dst);
-  } else if constexpr (host_accessible_v<typename View::memory_space>) {
+  } else if (direct_host_access<typename View::memory_space>()) {
     copy_box(src, src_box, dst.data(), block, block);
   } else {
     staging.reserve(volume(block), api);
@@ -56,7 +56,7 @@ void copy_view_to_box(const View& src, const Index& block, typename View::non_co
   if (volume(block) == 0) return;
   if (const auto off = contiguous_offset(block, dst_box)) {
     copy_view_to_host<N>(src, dst + *off);
-  } else if constexpr (host_accessible_v<typename View::memory_space>) {
+  } else if (direct_host_access<typename View::memory_space>()) {
     copy_box(src.data(), block, dst, dst_box, block);
   } else {
     staging.reserve(volume(block), api);

@@ -36,6 +36,19 @@ using HostUnmanagedView = Kokkos::View<typename ViewDataType<T, N>::type, Kokkos
 template <class MemorySpace>
 inline constexpr bool host_accessible_v = Kokkos::SpaceAccessibility<Kokkos::HostSpace, MemorySpace>::accessible;
 
+// Test hook: when set, blocks move through host staging buffers and deep_copy as they must for GPU memory, so host
+// builds run that path too.
+inline bool& stage_as_if_on_device() {
+  static bool stage = false;
+  return stage;
+}
+
+// Whether the array layer writes and reads the views of MemorySpace through their host pointers.
+template <class MemorySpace>
+bool direct_host_access() {
+  return host_accessible_v<MemorySpace> && !stage_as_if_on_device();
+}
+
 template <class View, std::size_t... I>
 View allocate_view_impl(const std::string& label, const Shape& shape, bool initialize, std::index_sequence<I...>) {
   (void)shape;  // unused for rank 0
