@@ -1,20 +1,18 @@
 // reshard(a, new_sharding): moves a DistributedArray to any other sharding of the same global shape, through a
-// ReshardPlan that is built once and cached. One message per plan piece: a piece already contiguous in its source
-// shard is sent straight from it, one contiguous in its destination shard lands in place, the others are staged;
-// same-process pieces are copied while messages fly, and staged receives are unpacked as they arrive.
+// ReshardPlan that is built once and cached. On host memory every remote piece travels straight between shards (as
+// bytes when contiguous, else as an MPI subarray datatype: nothing is staged by us), and same-process pieces are
+// copied while the messages fly. Device memory takes the staged path: pack kernels, the Transport (NCCL), unpack.
 #pragma once
 
 #include <Kokkos_Core.hpp>
 #include <cstddef>
 #include <memory>
-#include <mutex>
 #include <unordered_map>
 #include <vector>
 
 #include "darray/array/detail/view.hpp"
 #include "darray/array/distributed_array.hpp"
 #include "darray/comm/check.hpp"
-#include "darray/comm/detail/requests.hpp"
 #include "darray/comm/group.hpp"
 #include "darray/comm/limits.hpp"
 #include "darray/comm/world_transport.hpp"
