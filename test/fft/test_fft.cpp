@@ -234,10 +234,50 @@ TEST_CASE("bad plans and inputs throw the same error on every process", "[fft]")
   DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, fft::Plan<double>(Shape{4, 4}, sharding), "expected a 3-D shape");
   const fft::Plan<double> plan(shape, sharding);
   const auto wrong_shape = fft_test::random_array<C>({4, 4, 5}, sharding, 1);
-  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, plan.forward(wrong_shape), "shape 4x4x5", "this plan transforms 4x4x4");
+  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, plan.forward(wrong_shape), "input array of shape 4x4x5",
+                            "this plan's input has shape 4x4x4");
   const NamedSharding other(sharding.mesh(), P(none, none, sharding.mesh().axis_names()[0]));
   const auto wrong_sharding = fft_test::random_array<C>(shape, other, 1);
   DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, plan.forward(wrong_sharding), "reshard it first");
+  const auto x = fft_test::random_array<C>(shape, sharding, 1);
+  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, plan.forward(x, wrong_sharding), "output array sharded as");
+}
+
+TEST_CASE("forward(in, out) / backward(in, out) into kept arrays, in place too", "[fft]") {
+  const Shape shape{7, 6, 5};
+  for (const Mesh& mesh : fft_test::test_meshes())
+    for (auto layout : {fft::OutputLayout::same, fft::OutputLayout::transposed}) {
+      const NamedSharding sharding(mesh, mesh.ndim() == 1 ? P("x") : P("r", "c"));
+      INFO(sharding << " layout " << layout);
+      fft::Options options;
+      options.output = layout;
+      const fft::Plan<double> plan(shape, sharding, options);
+      const auto x = fft_test::random_array<C>(shape, sharding, 31);
+      const auto gx = process_allgather(x);
+      const auto expect = Serial<double>::c2c(gx, shape, FFTW_FORWARD);
+      auto y = plan.allocate_output();
+      auto z = plan.allocate_input();
+      for (int repeat = 0; repeat < 2; ++repeat) {  // the plan's buffers are reused
+        plan.forward(x, y);
+        plan.backward(y, z);
+        REQUIRE(all_ok(relative_error(process_allgather(y), expect) < 1e-12));
+        REQUIRE(all_ok(relative_error(process_allgather(z), gx) < 1e-12));
+      }
+      if (layout == fft::OutputLayout::same) {  // input and output share a sharding: one array can be both
+        plan.forward(z, z);
+        REQUIRE(all_ok(relative_error(process_allgather(z), expect) < 1e-12));
+        plan.backward(z, z);
+        REQUIRE(all_ok(relative_error(process_allgather(z), gx) < 1e-12));
+      }
+      const fft::RealPlan<double> rplan(shape, sharding, options);
+      const auto xr = fft_test::random_array<double>(shape, sharding, 32);
+      auto yr = rplan.allocate_output();
+      auto zr = rplan.allocate_input();
+      rplan.forward(xr, yr);
+      rplan.backward(yr, zr);
+      REQUIRE(all_ok(relative_error(process_allgather(yr), Serial<double>::r2c(process_allgather(xr), shape)) < 1e-12));
+      REQUIRE(all_ok(relative_error(process_allgather(zr), process_allgather(xr)) < 1e-12));
+    }
 }
 
 TEST_CASE("FFTW_MEASURE plans and unaligned shards give the same transform", "[fft]") {

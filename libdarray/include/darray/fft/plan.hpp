@@ -16,6 +16,7 @@
 #include "darray/array/distributed_array.hpp"
 #include "darray/core/error.hpp"
 #include "darray/fft/detail/local.hpp"
+#include "darray/fft/detail/transpose.hpp"
 #include "darray/fft/options.hpp"
 #include "darray/fft/stages.hpp"
 #include "darray/redistribute/reshard.hpp"
@@ -26,20 +27,12 @@ namespace darray {
 namespace fft {
 namespace detail {
 
-// An uninitialised array: every element is written by the local FFT that fills it.
+// An uninitialised array: every element is written by the transform that fills it.
 template <class T, class M>
 DistributedArray<T, 3, M> allocate(const NamedSharding& sharding, const Shape& shape) {
   const auto devs = darray::detail::process_device_blocks(sharding, shape, process_index());
   auto shards = darray::detail::allocate_shards<T, 3, M>(devs, /*initialize=*/false);
   return DistributedArray<T, 3, M>(darray::detail::AdoptShards{}, shape, sharding, std::move(shards));
-}
-
-template <class T, class M>
-DistributedArray<T, 3, M> copy_of(const DistributedArray<T, 3, M>& a) {
-  auto out = allocate<T, M>(a.sharding(), a.shape());
-  for (std::size_t i = 0; i < a.addressable_shards().size(); ++i)
-    Kokkos::deep_copy(out.addressable_shards()[i].data, a.addressable_shards()[i].data);
-  return out;
 }
 
 // a *= factor on every shard, in the memory space's execution space (a kernel on GPUs).
@@ -56,7 +49,16 @@ void scale(const DistributedArray<T, 3, M>& a, R factor) {
   Exec().fence();
 }
 
-// Everything a Plan and a RealPlan share: stages, transposes, local plans, the pipeline itself.
+template <class T, class M>
+std::vector<void*> pointers(const DistributedArray<T, 3, M>& a) {
+  std::vector<void*> out;
+  for (const auto& s : a.addressable_shards()) out.push_back(static_cast<void*>(s.data.data()));
+  return out;
+}
+
+// Everything a Plan and a RealPlan share: stages, local layouts, transposes, local plans, work buffers and the
+// pipeline itself. Arrays the caller sees are row-major; the work buffers of stages after the first may store the
+// block in another axis order (see stage_order).
 template <class R, class M>
 class PlanCore {
   static_assert(std::is_same<R, double>::value || std::is_same<R, float>::value,
@@ -88,17 +90,29 @@ class PlanCore {
     m_cshape = shape;
     if (real) m_cshape[2] = shape[2] / 2 + 1;
     m_stages = plan_stages(input.spec(), input.mesh(), real, api);
+    const std::size_t n = m_stages.size();
     // Stage 0 is the caller's sharding itself (P("x") and P("x", none, none) partition alike but compare unequal).
     m_shardings.push_back(input);
-    for (std::size_t s = 1; s < m_stages.size(); ++s) m_shardings.emplace_back(input.mesh(), m_stages[s].spec);
-    const std::size_t n = m_stages.size();
+    for (std::size_t s = 1; s < n; ++s) m_shardings.emplace_back(input.mesh(), m_stages[s].spec);
+    for (std::size_t s = 0; s < n; ++s) m_orders.push_back(stage_order(s));
+    for (const Device& d : local_devices()) {
+      if (!input.mesh().contains(d)) continue;
+      m_real_boxes.push_back(input.index(shape, d));
+      std::vector<Index> per_stage;
+      for (std::size_t s = 0; s < n; ++s) per_stage.push_back(m_shardings[s].index(m_cshape, d));
+      m_boxes.push_back(std::move(per_stage));
+    }
+    auto transpose = [&](std::size_t from, std::size_t to, const AxisOrder& a, const AxisOrder& b) {
+      return std::make_unique<Transpose<complex_type, M>>(
+          reshard_plan<complex_type>(m_shardings[from], m_shardings[to], m_cshape), a, b);
+    };
     for (std::size_t s = 0; s + 1 < n; ++s) {
-      m_forward_t.push_back(reshard_plan<complex_type>(m_shardings[s], m_shardings[s + 1], m_cshape));
-      m_backward_t.push_back(reshard_plan<complex_type>(m_shardings[s + 1], m_shardings[s], m_cshape));
+      m_forward_t.push_back(transpose(s, s + 1, m_orders[s], m_orders[s + 1]));
+      m_backward_t.push_back(transpose(s + 1, s, m_orders[s + 1], m_orders[s]));
     }
     if (n > 1 && options.output == OutputLayout::same) {
-      m_to_input = reshard_plan<complex_type>(m_shardings[n - 1], m_shardings[0], m_cshape);
-      m_from_input = reshard_plan<complex_type>(m_shardings[0], m_shardings[n - 1], m_cshape);
+      m_to_input = transpose(n - 1, 0, m_orders[n - 1], row_major_order);
+      m_from_input = transpose(0, n - 1, row_major_order, m_orders[n - 1]);
     }
     // Planning is local, but FFTW may fail on one process only: agree, so every process throws the same error.
     darray::detail::run_agreed(darray::detail::world_comm(), [&] { prepare_local_plans(); });
@@ -107,59 +121,57 @@ class PlanCore {
   const Shape& shape() const { return m_shape; }
   const Shape& complex_shape() const { return m_cshape; }
   const NamedSharding& input_sharding() const { return m_input; }
-  const NamedSharding& output_sharding() const {
-    return m_options.output == OutputLayout::same ? m_shardings.front() : m_shardings.back();
-  }
+  const NamedSharding& output_sharding() const { return transposed() ? m_shardings.back() : m_shardings.front(); }
   const std::vector<Stage>& stages() const { return m_stages; }
   const Options& options() const { return m_options; }
   // Transposes one forward (or backward) transform performs.
-  int transposes() const {
-    const int n = static_cast<int>(m_stages.size());
-    return n - 1 + (m_to_input ? 1 : 0);
-  }
+  int transposes() const { return static_cast<int>(m_stages.size()) - 1 + (m_to_input ? 1 : 0); }
   const char* backend() const { return to_string(LocalPlans<R, M>::backend); }
-  std::size_t local_plan_count() const { return m_local.size(); }
 
-  complex_array forward_c2c(const complex_array& in) const {
-    check_input(in, m_shardings.front(), m_cshape, "forward");
-    auto cur = allocate<complex_type, M>(m_shardings.front(), m_cshape);
-    run_stage(0, Kind::c2c, true, in, cur);
-    return finish_forward(std::move(cur));
+  complex_array allocate_complex_input() const { return allocate<complex_type, M>(m_input, m_cshape); }
+  real_array allocate_real_input() const { return allocate<R, M>(m_input, m_shape); }
+  complex_array allocate_output() const { return allocate<complex_type, M>(output_sharding(), m_cshape); }
+
+  void forward_c2c(const complex_array& in, const complex_array& out) const {
+    check(in, m_input, m_cshape, "forward", "input");
+    check(out, output_sharding(), m_cshape, "forward", "output");
+    forward_pipeline(Kind::c2c, pointers(in), pointers(out));
+    scale(out, forward_factor());
   }
 
-  complex_array forward_r2c(const real_array& in) const {
-    check_input(in, m_input, m_shape, "forward");
-    auto cur = allocate<complex_type, M>(m_shardings.front(), m_cshape);
-    run_stage(0, Kind::r2c, true, in, cur);
-    return finish_forward(std::move(cur));
+  void forward_r2c(const real_array& in, const complex_array& out) const {
+    check(in, m_input, m_shape, "forward", "input");
+    check(out, output_sharding(), m_cshape, "forward", "output");
+    forward_pipeline(Kind::r2c, pointers(in), pointers(out));
+    scale(out, forward_factor());
   }
 
-  complex_array backward_c2c(const complex_array& in) const {
-    check_input(in, output_sharding(), m_cshape, "backward");
-    auto [cur, owned] = backward_to_stage0(in);
-    if (!owned) {
-      auto out = allocate<complex_type, M>(m_shardings.front(), m_cshape);
-      run_stage(0, Kind::c2c, false, cur, out);
-      cur = std::move(out);
-    } else {
-      run_stage(0, Kind::c2c, false, cur, cur);
-    }
-    scale(cur, backward_factor());
-    return std::move(cur);
-  }
-
-  real_array backward_c2r(const complex_array& in) const {
-    check_input(in, output_sharding(), m_cshape, "backward");
-    auto [cur, owned] = backward_to_stage0(in);
-    if (!owned) cur = copy_of(cur);  // c2r overwrites its input, which belongs to the caller here
-    auto out = allocate<R, M>(m_input, m_shape);
-    run_stage(0, Kind::c2r, false, cur, out);
+  void backward_c2c(const complex_array& in, const complex_array& out) const {
+    check(in, output_sharding(), m_cshape, "backward", "input");
+    check(out, m_input, m_cshape, "backward", "output");
+    backward_pipeline(Kind::c2c, pointers(in), pointers(out));
     scale(out, backward_factor());
-    return out;
+  }
+
+  void backward_c2r(const complex_array& in, const real_array& out) const {
+    check(in, output_sharding(), m_cshape, "backward", "input");
+    check(out, m_input, m_shape, "backward", "output");
+    backward_pipeline(Kind::c2r, pointers(in), pointers(out));
+    scale(out, backward_factor());
   }
 
  private:
-  // N in the normalisation: points of the (real) transform.
+  bool transposed() const { return m_options.output == OutputLayout::transposed; }
+
+  // How stage s stores a block: row-major, except that a stage transforming only dim 0 keeps it in the middle,
+  // (n1, n0, n2) as FFTW-MPI's transposed slabs, so its FFTs stride by one row of n2 instead of a whole plane
+  // (power-of-two plane strides thrash the cache). Dim 2 stays innermost, so every copy moves runs of n2.
+  AxisOrder stage_order(std::size_t s) const {
+    const auto& dims = m_stages[s].dims;
+    if (s > 0 && dims.size() == 1 && dims[0] == 0) return AxisOrder{1, 0, 2};
+    return row_major_order;
+  }
+
   R forward_factor() const {
     switch (m_options.normalization) {
       case Normalization::forward:
@@ -182,98 +194,164 @@ class PlanCore {
   }
 
   template <class T>
-  void check_input(const DistributedArray<T, 3, M>& a, const NamedSharding& expected, const Shape& shape,
-                   const char* what) const {
+  void check(const DistributedArray<T, 3, M>& a, const NamedSharding& expected, const Shape& shape, const char* call,
+             const char* what) const {
     DARRAY_THROW_IF(a.shape() != shape, InvalidArgument, m_api,
-                    what << "() got an array of shape " << shape_to_string(a.shape()) << "; this plan transforms "
-                         << shape_to_string(shape));
+                    call << "() got an " << what << " array of shape " << shape_to_string(a.shape()) << "; this plan's "
+                         << what << " has shape " << shape_to_string(shape));
     DARRAY_THROW_IF(a.sharding() != expected, InvalidArgument, m_api,
-                    what << "() got an array sharded as " << a.sharding() << "; this plan takes " << expected
-                         << " (reshard it first, or build the plan for its sharding)");
+                    call << "() got an " << what << " array sharded as " << a.sharding() << "; this plan's " << what
+                         << " is sharded as " << expected << " (reshard it first, or build the plan for its sharding)");
   }
 
-  // Stages 1.. of a forward transform, the way back to the input layout when asked, and the scaling.
-  complex_array finish_forward(complex_array cur) const {
-    for (std::size_t s = 1; s < m_stages.size(); ++s) {
-      cur = darray::execute(*m_forward_t[s - 1], cur);
-      run_stage(static_cast<int>(s), Kind::c2c, true, cur, cur);
-    }
-    if (m_to_input) cur = darray::execute(*m_to_input, cur);
-    scale(cur, forward_factor());
-    return cur;
-  }
-
-  // Backward stages S-1 .. 1 and their transposes; returns the stage-0 array and whether this plan owns it (the
-  // caller's input is never overwritten).
-  std::pair<complex_array, bool> backward_to_stage0(const complex_array& in) const {
-    complex_array cur = in;
-    bool owned = false;
-    if (m_from_input) {
-      cur = darray::execute(*m_from_input, in);
-      owned = true;
-    }
-    for (std::size_t s = m_stages.size() - 1; s >= 1; --s) {
-      if (owned) {
-        run_stage(static_cast<int>(s), Kind::c2c, false, cur, cur);
-      } else {
-        auto out = allocate<complex_type, M>(m_shardings[s], m_cshape);
-        run_stage(static_cast<int>(s), Kind::c2c, false, cur, out);
-        cur = std::move(out);
-        owned = true;
+  // The two work buffers, one block per local device, each large enough for the device's block at any stage.
+  void ensure_work() const {
+    if (!m_work[0].empty()) return;
+    for (auto& buffers : m_work)
+      for (const auto& boxes : m_boxes) {
+        int64_t n = 0;
+        for (const Index& b : boxes) n = std::max(n, volume(b));
+        buffers.emplace_back(Kokkos::view_alloc("darray::fft work", Kokkos::WithoutInitializing),
+                             static_cast<std::size_t>(n));
       }
-      cur = darray::execute(*m_backward_t[s - 1], cur);
-    }
-    return {std::move(cur), owned};
+  }
+  std::vector<void*> work(int k) const {
+    std::vector<void*> out;
+    for (const auto& v : m_work[static_cast<std::size_t>(k)]) out.push_back(static_cast<void*>(v.data()));
+    return out;
+  }
+  static Blocks<complex_type> blocks(const std::vector<void*>& ptrs, const AxisOrder& order) {
+    Blocks<complex_type> b;
+    for (void* p : ptrs) b.ptrs.push_back(static_cast<complex_type*>(p));
+    b.order = order;
+    return b;
+  }
+  void transpose(const Transpose<complex_type, M>& t, const std::vector<void*>& src,
+                 const std::vector<void*>& dst) const {
+    t.run(blocks(src, t.src_order()).ptrs, blocks(dst, t.dst_order()).ptrs);
   }
 
-  LocalProblem problem(int s, Kind kind, bool forward, const Shape& in_block, const Shape& out_block,
-                       bool in_place) const {
+  LocalProblem problem(std::size_t s, Kind kind, bool forward, std::size_t device, bool in_place) const {
+    const AxisOrder& order = m_orders[s];
+    const Index& cbox = m_boxes[device][s];
     LocalProblem p;
     p.kind = kind;
     p.forward = kind == Kind::c2c ? forward : kind == Kind::r2c;
-    p.in_block = in_block;
-    p.out_block = out_block;
-    p.dims = m_stages[static_cast<std::size_t>(s)].dims;
+    p.in_block = memory_extents(kind == Kind::r2c ? m_real_boxes[device] : cbox, order);
+    p.out_block = memory_extents(kind == Kind::c2r ? m_real_boxes[device] : cbox, order);
+    for (int k = 0; k < 3; ++k)
+      for (int d : m_stages[s].dims)
+        if (order[static_cast<std::size_t>(k)] == d) p.dims.push_back(k);
     p.in_place = kind == Kind::c2c && in_place;
     return p;
   }
 
-  // The local FFTs of stage s on every addressable shard (in and out hold the same devices in the same order).
-  template <class TI, class TO>
-  void run_stage(int s, Kind kind, bool forward, const DistributedArray<TI, 3, M>& in,
-                 const DistributedArray<TO, 3, M>& out) const {
+  // The local FFTs of stage s on every local device's block, in the stage's axis order.
+  void fft(std::size_t s, Kind kind, bool forward, const std::vector<void*>& in, const std::vector<void*>& out) const {
     using Exec = typename M::execution_space;
     Exec().fence();  // FFTW reads on the host what kernels may still be writing
-    const auto& is = in.addressable_shards();
-    const auto& os = out.addressable_shards();
-    for (std::size_t i = 0; i < is.size(); ++i) {
-      void* src = const_cast<void*>(static_cast<const void*>(is[i].data.data()));
-      void* dst = static_cast<void*>(os[i].data.data());
-      m_local.execute(problem(s, kind, forward, box_shape(is[i].index), box_shape(os[i].index), src == dst), src, dst);
-    }
+    for (std::size_t i = 0; i < in.size(); ++i)
+      m_local.execute(problem(s, kind, forward, i, in[i] == out[i]), in[i], out[i]);
     Exec().fence();  // cuFFT runs asynchronously; MPI reads the result next
   }
 
-  // Every local problem execution will meet, for this process's devices.
+  // Stage 0 from the input, then per stage a transpose and the local FFTs in place; the result ends in `out`.
+  void forward_pipeline(Kind first, const std::vector<void*>& in, const std::vector<void*>& out) const {
+    const std::size_t n = m_stages.size();
+    if (n == 1) {
+      fft(0, first, true, in, out);
+      return;
+    }
+    ensure_work();
+    std::vector<void*> cur = work(0), other = work(1);
+    fft(0, first, true, in, cur);
+    for (std::size_t s = 1; s < n; ++s) {
+      // The last stage of a transposed-output plan in row-major order lands in `out` without a final copy.
+      const bool direct = s + 1 == n && transposed() && m_orders[s] == row_major_order;
+      const std::vector<void*>& target = direct ? out : other;
+      transpose(*m_forward_t[s - 1], cur, target);
+      fft(s, Kind::c2c, true, target, target);
+      if (direct) return;
+      std::swap(cur, other);
+    }
+    if (transposed()) {
+      std::vector<Index> boxes;
+      for (const auto& b : m_boxes) boxes.push_back(b[n - 1]);
+      reorder<complex_type, M>(boxes, blocks(cur, m_orders[n - 1]), blocks(out, row_major_order));
+    } else {
+      transpose(*m_to_input, cur, out);
+    }
+  }
+
+  // The forward pipeline run backwards; the caller's input is only read, the c2r input is a work buffer.
+  void backward_pipeline(Kind last, const std::vector<void*>& in, const std::vector<void*>& out) const {
+    const std::size_t n = m_stages.size();
+    ensure_work();
+    std::vector<void*> cur = work(0), other = work(1);
+    if (n == 1) {
+      if (last == Kind::c2c) {
+        fft(0, Kind::c2c, false, in, out);
+      } else {  // FFTW's and cuFFT's c2r overwrite their input
+        for (std::size_t i = 0; i < in.size(); ++i)
+          copy_block(static_cast<const complex_type*>(in[i]), static_cast<complex_type*>(cur[i]),
+                     volume(m_boxes[i][0]));
+        fft(0, Kind::c2r, false, cur, out);
+      }
+      return;
+    }
+    if (transposed()) {
+      if (m_orders[n - 1] == row_major_order) {
+        fft(n - 1, Kind::c2c, false, in, cur);
+      } else {
+        std::vector<Index> boxes;
+        for (const auto& b : m_boxes) boxes.push_back(b[n - 1]);
+        reorder<complex_type, M>(boxes, blocks(in, row_major_order), blocks(cur, m_orders[n - 1]));
+        fft(n - 1, Kind::c2c, false, cur, cur);
+      }
+    } else {
+      transpose(*m_from_input, in, cur);
+      fft(n - 1, Kind::c2c, false, cur, cur);
+    }
+    for (std::size_t s = n - 1; s >= 1; --s) {
+      if (s == 1 && last == Kind::c2c) {  // stage 0 is row-major: transpose straight into `out`
+        transpose(*m_backward_t[0], cur, out);
+        fft(0, Kind::c2c, false, out, out);
+        return;
+      }
+      transpose(*m_backward_t[s - 1], cur, other);
+      if (s == 1) {
+        fft(0, Kind::c2r, false, other, out);
+        return;
+      }
+      fft(s - 1, Kind::c2c, false, other, other);
+      std::swap(cur, other);
+    }
+  }
+
+  static void copy_block(const complex_type* src, complex_type* dst, int64_t n) {
+    using View = Kokkos::View<complex_type*, M, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+    Kokkos::deep_copy(View(dst, static_cast<std::size_t>(n)),
+                      Kokkos::View<const complex_type*, M, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
+                          src, static_cast<std::size_t>(n)));
+  }
+
+  // Every local problem the pipelines meet on this process's devices.
   void prepare_local_plans() {
     const std::size_t n = m_stages.size();
-    const bool owned_backward = static_cast<bool>(m_from_input);
-    for (const Device& dev : local_devices()) {
-      if (!m_input.mesh().contains(dev)) continue;
+    for (std::size_t i = 0; i < m_boxes.size(); ++i)
       for (std::size_t s = 0; s < n; ++s) {
-        const int st = static_cast<int>(s);
-        const Shape cb = box_shape(m_shardings[s].index(m_cshape, dev));
         if (s == 0 && m_real) {
-          const Shape rb = box_shape(m_input.index(m_shape, dev));
-          m_local.prepare(problem(st, Kind::r2c, true, rb, cb, false));
-          m_local.prepare(problem(st, Kind::c2r, false, cb, rb, false));
+          m_local.prepare(problem(0, Kind::r2c, true, i, false));
+          m_local.prepare(problem(0, Kind::c2r, false, i, false));
           continue;
         }
-        m_local.prepare(problem(st, Kind::c2c, true, cb, cb, s > 0));
-        const bool backward_in_place = s + 1 == n ? owned_backward : true;
-        m_local.prepare(problem(st, Kind::c2c, false, cb, cb, backward_in_place));
+        // Out of place where the caller's array is read (stage 0 forward; the last stage backward when the
+        // transposed output comes in row-major; a single stage), in place on the work buffers otherwise.
+        const bool single = n == 1;
+        m_local.prepare(problem(s, Kind::c2c, true, i, !(s == 0)));
+        const bool backward_out_of_place = single || (s + 1 == n && transposed() && m_orders[s] == row_major_order);
+        m_local.prepare(problem(s, Kind::c2c, false, i, !backward_out_of_place));
       }
-    }
   }
 
   const char* m_api;
@@ -283,10 +361,14 @@ class PlanCore {
   NamedSharding m_input;
   Options m_options;
   std::vector<Stage> m_stages;
-  std::vector<NamedSharding> m_shardings;  // of the complex arrays, one per stage
-  std::vector<std::shared_ptr<const ReshardPlan>> m_forward_t, m_backward_t;
-  std::shared_ptr<const ReshardPlan> m_to_input, m_from_input;  // only for OutputLayout::same with transposes
+  std::vector<NamedSharding> m_shardings;   // of the complex arrays, one per stage
+  std::vector<AxisOrder> m_orders;          // local storage order of each stage's work buffers
+  std::vector<Index> m_real_boxes;          // per local device: its block of the real array (stage 0)
+  std::vector<std::vector<Index>> m_boxes;  // per local device, per stage: its block of the complex array
+  std::vector<std::unique_ptr<Transpose<complex_type, M>>> m_forward_t, m_backward_t;
+  std::unique_ptr<Transpose<complex_type, M>> m_to_input, m_from_input;  // OutputLayout::same only
   mutable LocalPlans<R, M> m_local;
+  mutable std::vector<Kokkos::View<complex_type*, M>> m_work[2];
 };
 
 }  // namespace detail
@@ -306,10 +388,26 @@ class Plan {
   Plan(const Shape& shape, const NamedSharding& input, const Options& options = {})
       : m_core(std::make_shared<detail::PlanCore<R, M>>("fft::Plan", shape, input, options, false)) {}
 
-  // Sign -1: X[k] = sum_j x[j] exp(-2 pi i j.k / n), times the forward factor of options().normalization.
-  array_type forward(const array_type& a) const { return m_core->forward_c2c(a); }
+  // Sign -1: X[k] = sum_j x[j] exp(-2 pi i j.k / n), times the forward factor of options().normalization. Takes
+  // input_sharding(), returns output_sharding().
+  array_type forward(const array_type& a) const {
+    array_type out = allocate_output();
+    m_core->forward_c2c(a, out);
+    return out;
+  }
   // Sign +1, times the backward factor; takes output_sharding(), returns input_sharding().
-  array_type backward(const array_type& a) const { return m_core->backward_c2c(a); }
+  array_type backward(const array_type& a) const {
+    array_type out = allocate_input();
+    m_core->backward_c2c(a, out);
+    return out;
+  }
+  // The same into arrays the caller keeps (from allocate_output() / allocate_input()), as FFTW plans are executed
+  // on fixed buffers: no allocation per transform. out may be `in` itself.
+  void forward(const array_type& in, const array_type& out) const { m_core->forward_c2c(in, out); }
+  void backward(const array_type& in, const array_type& out) const { m_core->backward_c2c(in, out); }
+  // Uninitialised arrays of the plan's input and output shardings.
+  array_type allocate_input() const { return m_core->allocate_complex_input(); }
+  array_type allocate_output() const { return m_core->allocate_output(); }
 
   const Shape& shape() const { return m_core->shape(); }
   const NamedSharding& input_sharding() const { return m_core->input_sharding(); }
@@ -338,8 +436,20 @@ class RealPlan {
   RealPlan(const Shape& real_shape, const NamedSharding& input, const Options& options = {})
       : m_core(std::make_shared<detail::PlanCore<R, M>>("fft::RealPlan", real_shape, input, options, true)) {}
 
-  complex_array forward(const real_array& a) const { return m_core->forward_r2c(a); }
-  real_array backward(const complex_array& a) const { return m_core->backward_c2r(a); }
+  complex_array forward(const real_array& a) const {
+    complex_array out = allocate_output();
+    m_core->forward_r2c(a, out);
+    return out;
+  }
+  real_array backward(const complex_array& a) const {
+    real_array out = allocate_input();
+    m_core->backward_c2r(a, out);
+    return out;
+  }
+  void forward(const real_array& in, const complex_array& out) const { m_core->forward_r2c(in, out); }
+  void backward(const complex_array& in, const real_array& out) const { m_core->backward_c2r(in, out); }
+  real_array allocate_input() const { return m_core->allocate_real_input(); }
+  complex_array allocate_output() const { return m_core->allocate_output(); }
 
   const Shape& shape() const { return m_core->shape(); }                              // real
   const Shape& complex_shape() const { return m_core->complex_shape(); }              // (n0, n1, n2 / 2 + 1)

@@ -51,7 +51,7 @@ const PlanType& cached_plan(const Shape& shape, const NamedSharding& sharding, N
     });
     cleanup_registered = true;
   }
-  constexpr std::size_t capacity = 64;
+  constexpr std::size_t capacity = 16;  // each plan keeps two work buffers of the array's size
   if (cache.size() >= capacity) cache.clear();
   Options options;
   options.normalization = norm;

@@ -1,0 +1,242 @@
+// The transposes of a distributed FFT: a ReshardPlan's pieces executed between buffers the FFT plan owns, whose
+// local axis order may differ from row-major (the dim-0 stage is stored as (n1, n0, n2), as FFTW-MPI does, so its
+// FFTs stride by one pencil instead of a whole plane). One message per peer process, send and receive buffers
+// allocated once, copies in runs along the innermost dim; on the mesh-axis group's communicator when there is one.
+#pragma once
+
+#include <mpi.h>
+
+#include <Kokkos_Core.hpp>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "darray/array/detail/view.hpp"
+#include "darray/comm/detail/requests.hpp"
+#include "darray/comm/group.hpp"
+#include "darray/comm/limits.hpp"
+#include "darray/core/index.hpp"
+#include "darray/redistribute/plan.hpp"
+#include "darray/redistribute/reshard.hpp"
+#include "darray/runtime/environment.hpp"
+
+namespace darray {
+namespace fft {
+namespace detail {
+
+using AxisOrder = std::array<int, 3>;  // global dims from outermost to innermost in memory
+inline constexpr AxisOrder row_major_order{0, 1, 2};
+
+// Element strides of each global dim for a block of extents `box` stored in `order`.
+inline std::array<int64_t, 3> layout_strides(const Index& box, const AxisOrder& order) {
+  std::array<int64_t, 3> strides{};
+  int64_t s = 1;
+  for (int k = 2; k >= 0; --k) {
+    const auto d = static_cast<std::size_t>(order[static_cast<std::size_t>(k)]);
+    strides[d] = s;
+    s *= box[d].size();
+  }
+  return strides;
+}
+
+// The box's extents in memory order.
+inline Shape memory_extents(const Index& box, const AxisOrder& order) {
+  return {box[static_cast<std::size_t>(order[0])].size(), box[static_cast<std::size_t>(order[1])].size(),
+          box[static_cast<std::size_t>(order[2])].size()};
+}
+
+// One strided 3-D copy: `extent` elements per global dim, from src (strides per global dim) to dst.
+struct CopyGeometry {
+  int64_t extent[3];
+  int64_t src_stride[3];
+  int64_t dst_stride[3];
+  int loop[3];  // global dims from outermost to innermost loop: the destination's memory order
+};
+
+// dst[region] = src[region]; both buffers hold a box of the global array in their own axis order; a contiguous
+// message holds exactly `region` in row-major order (box == region, order row-major).
+inline CopyGeometry copy_geometry(const Index& src_box, const AxisOrder& src_order, const Index& dst_box,
+                                  const AxisOrder& dst_order, const Index& region, int64_t& src_offset,
+                                  int64_t& dst_offset) {
+  CopyGeometry g{};
+  const auto ss = layout_strides(src_box, src_order), ds = layout_strides(dst_box, dst_order);
+  src_offset = dst_offset = 0;
+  for (std::size_t d = 0; d < 3; ++d) {
+    g.extent[d] = region[d].size();
+    g.src_stride[d] = ss[d];
+    g.dst_stride[d] = ds[d];
+    src_offset += (region[d].start - src_box[d].start) * ss[d];
+    dst_offset += (region[d].start - dst_box[d].start) * ds[d];
+    g.loop[d] = dst_order[d];
+  }
+  return g;
+}
+
+// Host: loops in the destination's memory order, memcpy runs where both sides are contiguous along the inner dim.
+// Elsewhere: one kernel work item per element (coalesced writes on GPUs). Not fenced.
+template <class T, class M>
+void strided_copy(const T* src, T* dst, const CopyGeometry& g) {
+  const int64_t n = g.extent[0] * g.extent[1] * g.extent[2];
+  if (n == 0) return;
+  if constexpr (darray::detail::host_accessible_v<M>) {
+    const int a = g.loop[0], b = g.loop[1], c = g.loop[2];
+    const bool runs = g.src_stride[c] == 1 && g.dst_stride[c] == 1;
+    for (int64_t i = 0; i < g.extent[a]; ++i)
+      for (int64_t j = 0; j < g.extent[b]; ++j) {
+        const T* s = src + i * g.src_stride[a] + j * g.src_stride[b];
+        T* t = dst + i * g.dst_stride[a] + j * g.dst_stride[b];
+        if (runs) {
+          std::memcpy(static_cast<void*>(t), static_cast<const void*>(s),
+                      static_cast<std::size_t>(g.extent[c]) * sizeof(T));
+        } else {
+          for (int64_t k = 0; k < g.extent[c]; ++k) t[k * g.dst_stride[c]] = s[k * g.src_stride[c]];
+        }
+      }
+  } else {
+    using Exec = typename M::execution_space;
+    Kokkos::parallel_for(
+        "darray::fft::transpose_copy", Kokkos::RangePolicy<Exec, Kokkos::IndexType<int64_t>>(0, n),
+        KOKKOS_LAMBDA(const int64_t e) {
+          const int64_t k = e % g.extent[g.loop[2]], rest = e / g.extent[g.loop[2]];
+          const int64_t j = rest % g.extent[g.loop[1]], i = rest / g.extent[g.loop[1]];
+          dst[i * g.dst_stride[g.loop[0]] + j * g.dst_stride[g.loop[1]] + k * g.dst_stride[g.loop[2]]] =
+              src[i * g.src_stride[g.loop[0]] + j * g.src_stride[g.loop[1]] + k * g.src_stride[g.loop[2]]];
+        });
+  }
+}
+
+// A set of per-device blocks: what a transpose reads or writes. ptrs follow the local devices of the mesh in
+// local-device order (the order of a DistributedArray's addressable shards).
+template <class T>
+struct Blocks {
+  std::vector<T*> ptrs;
+  AxisOrder order = row_major_order;
+};
+
+// Executes one ReshardPlan between Blocks of the plan's source and destination shardings. Collective over the
+// processes of the job (those without pieces take part in nothing but the group set-up).
+template <class T, class M>
+class Transpose {
+ public:
+  Transpose(std::shared_ptr<const ReshardPlan> plan, AxisOrder src_order, AxisOrder dst_order)
+      : m_plan(std::move(plan)), m_src_order(src_order), m_dst_order(dst_order) {
+    const ReshardPlan& p = *m_plan;
+    int slot = 0;
+    for (const Device& d : local_devices())
+      if (p.src().mesh().contains(d)) {
+        m_slot.emplace(d.id, slot++);
+        m_src_box.push_back(p.src().index(p.shape(), d));
+        m_dst_box.push_back(p.dst().index(p.shape(), d));
+      }
+    int64_t send = 0, recv = 0;
+    for (const PeerPieces& peer : p.sends()) send += peer.elements;
+    for (const PeerPieces& peer : p.recvs()) recv += peer.elements;
+    m_send = Kokkos::View<T*, M>(Kokkos::view_alloc("darray::fft send", Kokkos::WithoutInitializing),
+                                 static_cast<std::size_t>(send));
+    m_recv = Kokkos::View<T*, M>(Kokkos::view_alloc("darray::fft recv", Kokkos::WithoutInitializing),
+                                 static_cast<std::size_t>(recv));
+    m_send_host = Kokkos::create_mirror_view(m_send);  // the same views when the host reaches M
+    m_recv_host = Kokkos::create_mirror_view(m_recv);
+    m_colors = darray::detail::job_colors(p, process_count());
+  }
+
+  const AxisOrder& src_order() const { return m_src_order; }
+  const AxisOrder& dst_order() const { return m_dst_order; }
+
+  void run(const std::vector<T*>& src, const std::vector<T*>& dst) const {
+    const ReshardPlan& p = *m_plan;
+    using Exec = typename M::execution_space;
+    MPI_Comm comm = darray::detail::world_comm();
+    const ProcessGroup* group = nullptr;
+    if (!m_colors.empty()) {
+      group = &process_group(m_colors);
+      comm = group->comm();
+    }
+    auto peer_rank = [&](int process) { return group != nullptr ? group->group_rank_of(process) : process; };
+    const std::size_t max_chunk = max_message_bytes();
+    constexpr const char* api = "fft transpose";
+    darray::detail::RequestSet requests;
+    std::size_t at = 0;
+    for (const PeerPieces& peer : p.recvs()) {
+      requests.post_recv(comm, reinterpret_cast<std::byte*>(m_recv_host.data() + at),
+                         byte_count(peer.elements, sizeof(T), api), peer_rank(peer.process), tag, 0, max_chunk, api);
+      at += static_cast<std::size_t>(peer.elements);
+    }
+    // Pack each peer's pieces back to back in the plan's order (the order the receiver unpacks them in). On the
+    // host each message leaves as soon as it is packed; device memory is staged through the host in one copy.
+    constexpr bool host = darray::detail::host_accessible_v<M>;
+    at = 0;
+    for (const PeerPieces& peer : p.sends()) {
+      const std::size_t begin = at;
+      for (const PlanPiece& piece : peer.pieces) {
+        const int s = m_slot.at(piece.src.id);
+        int64_t so = 0, to = 0;
+        const CopyGeometry g = copy_geometry(m_src_box[s], m_src_order, piece.box, row_major_order, piece.box, so, to);
+        strided_copy<T, M>(src[static_cast<std::size_t>(s)] + so, m_send.data() + at, g);
+        at += static_cast<std::size_t>(piece.elements());
+      }
+      if (host) {
+        requests.post_send(comm, reinterpret_cast<const std::byte*>(m_send_host.data() + begin),
+                           byte_count(peer.elements, sizeof(T), api), peer_rank(peer.process), tag, 0, max_chunk, api);
+      }
+    }
+    if (!host && at > 0) {
+      Exec().fence();
+      Kokkos::deep_copy(m_send_host, m_send);
+      at = 0;
+      for (const PeerPieces& peer : p.sends()) {
+        requests.post_send(comm, reinterpret_cast<const std::byte*>(m_send_host.data() + at),
+                           byte_count(peer.elements, sizeof(T), api), peer_rank(peer.process), tag, 0, max_chunk, api);
+        at += static_cast<std::size_t>(peer.elements);
+      }
+    }
+    for (const PlanPiece& piece : p.local_pieces()) {
+      const int s = m_slot.at(piece.src.id), d = m_slot.at(piece.dst.id);
+      int64_t so = 0, to = 0;
+      const CopyGeometry g = copy_geometry(m_src_box[s], m_src_order, m_dst_box[d], m_dst_order, piece.box, so, to);
+      strided_copy<T, M>(src[static_cast<std::size_t>(s)] + so, dst[static_cast<std::size_t>(d)] + to, g);
+    }
+    requests.wait_all(api);
+    if (!p.recvs().empty() && !darray::detail::host_accessible_v<M>) Kokkos::deep_copy(m_recv, m_recv_host);
+    at = 0;
+    for (const PeerPieces& peer : p.recvs())
+      for (const PlanPiece& piece : peer.pieces) {
+        const int d = m_slot.at(piece.dst.id);
+        int64_t so = 0, to = 0;
+        const CopyGeometry g = copy_geometry(piece.box, row_major_order, m_dst_box[d], m_dst_order, piece.box, so, to);
+        strided_copy<T, M>(m_recv.data() + at, dst[static_cast<std::size_t>(d)] + to, g);
+        at += static_cast<std::size_t>(piece.elements());
+      }
+    Exec().fence();
+  }
+
+ private:
+  static constexpr int tag = 0x4646;  // "FF"
+
+  std::shared_ptr<const ReshardPlan> m_plan;
+  AxisOrder m_src_order, m_dst_order;
+  std::unordered_map<int, int> m_slot;  // device id -> position among this process's mesh devices
+  std::vector<Index> m_src_box, m_dst_box;
+  std::vector<int> m_colors;
+  Kokkos::View<T*, M> m_send, m_recv;
+  typename Kokkos::View<T*, M>::HostMirror m_send_host, m_recv_host;
+};
+
+// A local copy between two layouts of the same sharding (no communication): each device's block, reordered.
+template <class T, class M>
+void reorder(const std::vector<Index>& boxes, const Blocks<T>& src, const Blocks<T>& dst) {
+  for (std::size_t i = 0; i < boxes.size(); ++i) {
+    int64_t so = 0, to = 0;
+    const CopyGeometry g = copy_geometry(boxes[i], src.order, boxes[i], dst.order, boxes[i], so, to);
+    strided_copy<T, M>(src.ptrs[i] + so, dst.ptrs[i] + to, g);
+  }
+  typename M::execution_space().fence();
+}
+
+}  // namespace detail
+}  // namespace fft
+}  // namespace darray
