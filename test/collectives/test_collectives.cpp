@@ -227,7 +227,7 @@ void ppermute_trial(std::mt19937_64& rng) {
 
 TEST_CASE("psum, pmax, pmin over one or several axes match the reference") {
   std::mt19937_64 rng(101);
-  for (int trial = 0; trial < 6; ++trial) {
+  for (int trial = 0; trial < 12; ++trial) {
     reduction_trial<float, 1>(rng, Red::sum);
     reduction_trial<double, 2>(rng, Red::sum);
     reduction_trial<int32_t, 3>(rng, Red::sum);
@@ -241,7 +241,7 @@ TEST_CASE("psum, pmax, pmin over one or several axes match the reference") {
 
 TEST_CASE("psum_scatter matches the reference") {
   std::mt19937_64 rng(202);
-  for (int trial = 0; trial < 5; ++trial) {
+  for (int trial = 0; trial < 10; ++trial) {
     psum_scatter_trial<float, 1>(rng);
     psum_scatter_trial<int64_t, 2>(rng);
     psum_scatter_trial<Kokkos::complex<double>, 3>(rng);
@@ -251,7 +251,7 @@ TEST_CASE("psum_scatter matches the reference") {
 
 TEST_CASE("all_gather tiled and stacked match the reference") {
   std::mt19937_64 rng(303);
-  for (int trial = 0; trial < 5; ++trial) {
+  for (int trial = 0; trial < 10; ++trial) {
     all_gather_trial<double, 1>(rng, false);
     all_gather_trial<int32_t, 2>(rng, false);
     all_gather_trial<Kokkos::complex<double>, 3>(rng, false);
@@ -262,7 +262,7 @@ TEST_CASE("all_gather tiled and stacked match the reference") {
 
 TEST_CASE("all_to_all matches the reference") {
   std::mt19937_64 rng(404);
-  for (int trial = 0; trial < 5; ++trial) {
+  for (int trial = 0; trial < 10; ++trial) {
     all_to_all_trial<float, 2>(rng);
     all_to_all_trial<int32_t, 1>(rng);
     all_to_all_trial<Kokkos::complex<double>, 3>(rng);
@@ -272,7 +272,7 @@ TEST_CASE("all_to_all matches the reference") {
 
 TEST_CASE("ppermute: permutations, shifts and partial maps match the reference") {
   std::mt19937_64 rng(505);
-  for (int trial = 0; trial < 5; ++trial) {
+  for (int trial = 0; trial < 10; ++trial) {
     ppermute_trial<double, 1>(rng);
     ppermute_trial<int64_t, 2>(rng);
     ppermute_trial<Kokkos::complex<double>, 2>(rng);

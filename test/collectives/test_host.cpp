@@ -37,6 +37,18 @@ TEST_CASE("psum of ones over every device: the tutorial's all-reduce") {
   REQUIRE(all_ok(ok2));
 }
 
+TEST_CASE("rank-0 blocks: psum and pmin of scalars") {
+  const int n = device_count();
+  const Mesh mesh = make_mesh({n}, {"x"});
+  const auto a = full<double, 0>({}, 2.5, NamedSharding(mesh, P()));
+  const auto s = psum(a, "x");
+  const auto m = pmin(a, "x");
+  bool ok = s.shape().empty() && s.sharding() == NamedSharding(mesh, P()) && m.shape().empty();
+  for (const auto& sh : s.addressable_shards()) ok = ok && to_host(sh.data) == std::vector<double>{2.5 * n};
+  for (const auto& sh : m.addressable_shards()) ok = ok && to_host(sh.data) == std::vector<double>{2.5};
+  REQUIRE(all_ok(ok));
+}
+
 TEST_CASE("all_gather of the only sharded axis gives back the whole array, uneven blocks included") {
   const int n = device_count();
   const Mesh mesh = make_mesh({n}, {"x"});
