@@ -57,8 +57,8 @@ class TempDir {
 };
 
 template <class T>
-inline constexpr bool is_complex_v = std::is_same<T, Kokkos::complex<float>>::value ||
-                                     std::is_same<T, Kokkos::complex<double>>::value;
+inline constexpr bool is_complex_v =
+    std::is_same<T, Kokkos::complex<float>>::value || std::is_same<T, Kokkos::complex<double>>::value;
 
 // The element at flat index f, mirrored exactly by npy_value_expr() on the numpy side: f itself, wrapped to the
 // positive range of 1-byte integers, and (f, -(f + 0.5)) for complex so real and imaginary parts cannot be swapped.

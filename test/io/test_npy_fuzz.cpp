@@ -2,8 +2,8 @@
 // of random byte flips, truncations, insertions, deletions and length-field lies (fixed seed, time bound), and the
 // parser must return a sane header or throw darray::IoError; never crash, never throw anything else. Each input is
 // a vector sized exactly to it, so this target's AddressSanitizer build catches any read past the buffer.
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdint>
 #include <random>
@@ -49,10 +49,31 @@ std::vector<Bytes> seed_headers() {
 
 // Tokens that steer mutations towards the parser's interesting states.
 const std::vector<std::string>& tokens() {
-  static const std::vector<std::string> t{"(",  ")",     "[",    "]",     "{",         "}",      "'",    "\"",  ",",
-                                          ":",  "-",     "L",    "\\",    "\n",        "True",   "None", "0",   "()",
-                                          "(,)", "99999999999999999999", "'descr'", "'shape'", "'fortran_order'",
-                                          std::string(1, '\0'), "((((((((((((((((((((((((((((((((((((((("};
+  static const std::vector<std::string> t{"(",
+                                          ")",
+                                          "[",
+                                          "]",
+                                          "{",
+                                          "}",
+                                          "'",
+                                          "\"",
+                                          ",",
+                                          ":",
+                                          "-",
+                                          "L",
+                                          "\\",
+                                          "\n",
+                                          "True",
+                                          "None",
+                                          "0",
+                                          "()",
+                                          "(,)",
+                                          "99999999999999999999",
+                                          "'descr'",
+                                          "'shape'",
+                                          "'fortran_order'",
+                                          std::string(1, '\0'),
+                                          "((((((((((((((((((((((((((((((((((((((("};
   return t;
 }
 
@@ -86,7 +107,8 @@ Bytes mutate(const Bytes& seed, std::mt19937_64& rng) {
         if (rng() % 2)
           b.insert(b.begin() + static_cast<std::ptrdiff_t>(pos), tok.begin(), tok.end());
         else
-          for (std::size_t i = 0; i < tok.size() && pos + i < b.size(); ++i) b[pos + i] = static_cast<unsigned char>(tok[i]);
+          for (std::size_t i = 0; i < tok.size() && pos + i < b.size(); ++i)
+            b[pos + i] = static_cast<unsigned char>(tok[i]);
         break;
       }
       case 5: {  // range deleted
@@ -100,7 +122,8 @@ Bytes mutate(const Bytes& seed, std::mt19937_64& rng) {
         if (n == 0) break;
         const std::size_t pos = at(n);
         const std::size_t len = 1 + at(std::min<std::size_t>(n - pos, 24));
-        const Bytes dup(b.begin() + static_cast<std::ptrdiff_t>(pos), b.begin() + static_cast<std::ptrdiff_t>(pos + len));
+        const Bytes dup(b.begin() + static_cast<std::ptrdiff_t>(pos),
+                        b.begin() + static_cast<std::ptrdiff_t>(pos + len));
         b.insert(b.begin() + static_cast<std::ptrdiff_t>(pos), dup.begin(), dup.end());
         break;
       }
@@ -128,7 +151,7 @@ TEST_CASE("mutated headers parse or throw IoError, never anything else", "[fuzz]
 
   std::mt19937_64 rng(20240611);
   const auto start = std::chrono::steady_clock::now();
-  const auto budget = std::chrono::seconds(4);
+  const auto budget = std::chrono::seconds(3);
   constexpr long min_runs = 20000, max_runs = 400000;
   long runs = 0, accepted = 0, rejected = 0;
   std::string failure;
@@ -141,8 +164,8 @@ TEST_CASE("mutated headers parse or throw IoError, never anything else", "[fuzz]
     try {
       const io::NpyHeader h = detail::parse_npy_header(exact, "fuzz", "input");
       ++accepted;
-      bool sane = h.data_offset <= exact.size() && !h.dtype.empty() && h.version_minor == 0 &&
-                  h.version_major >= 1 && h.version_major <= 3 && h.shape.size() <= detail::npy_max_dims;
+      bool sane = h.data_offset <= exact.size() && !h.dtype.empty() && h.version_minor == 0 && h.version_major >= 1 &&
+                  h.version_major <= 3 && h.shape.size() <= detail::npy_max_dims;
       for (int64_t n : h.shape) sane = sane && n >= 0;
       if (!sane) failure = "accepted an insane header: " + detail::printable_bytes(exact.data(), exact.size(), 400);
     } catch (const IoError& e) {

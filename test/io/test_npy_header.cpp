@@ -53,12 +53,12 @@ std::string parse_error(const std::string& s) {
 
 }  // namespace
 
-#define REQUIRE_BAD_HEADER(bytes, ...)                                           \
-  do {                                                                           \
-    const std::string msg_ = parse_error(bytes);                                 \
-    INFO("message: " << msg_);                                                   \
-    REQUIRE(!msg_.empty());                                                      \
-    CHECK(msg_.find("\"t.npy\"") != std::string::npos);                          \
+#define REQUIRE_BAD_HEADER(bytes, ...)                                                    \
+  do {                                                                                    \
+    const std::string msg_ = parse_error(bytes);                                          \
+    INFO("message: " << msg_);                                                            \
+    REQUIRE(!msg_.empty());                                                               \
+    CHECK(msg_.find("\"t.npy\"") != std::string::npos);                                   \
     for (const char* frag_ : {__VA_ARGS__}) CHECK(msg_.find(frag_) != std::string::npos); \
   } while (false)
 
@@ -150,10 +150,12 @@ TEST_CASE("malformed preambles are IoErrors naming the file and the problem") {
   REQUIRE_BAD_HEADER("NUMPY\x01", "is not a .npy file");
   REQUIRE_BAD_HEADER("", "truncated: 0 bytes");
   REQUIRE_BAD_HEADER("\x93NUMPY", "truncated: 6 bytes");
-  REQUIRE_BAD_HEADER(std::string("\x93NUMPY\x04\x00\x10\x00", 10), "version 4.0", "supported versions are 1.0, 2.0 and 3.0");
+  REQUIRE_BAD_HEADER(std::string("\x93NUMPY\x04\x00\x10\x00", 10), "version 4.0",
+                     "supported versions are 1.0, 2.0 and 3.0");
   REQUIRE_BAD_HEADER(std::string("\x93NUMPY\x01\x01\x10\x00", 10), "version 1.1");
   REQUIRE_BAD_HEADER(std::string("\x93NUMPY\x00\x00\x10\x00", 10), "version 0.0");
-  REQUIRE_BAD_HEADER(std::string("\x93NUMPY\x02\x00\x10\x00", 10), "too short for the header length field of a 2.0 file");
+  REQUIRE_BAD_HEADER(std::string("\x93NUMPY\x02\x00\x10\x00", 10),
+                     "too short for the header length field of a 2.0 file");
   // Length fields that lie: longer than the buffer, absurdly large.
   std::string h = format_npy_header("<f8", {3, 4});
   h[8] = static_cast<char>(0xff);
@@ -173,7 +175,8 @@ TEST_CASE("malformed header dicts are IoErrors naming what is wrong") {
   REQUIRE_BAD_HEADER(v1("{'descr': '<f8', 'fortran_order': False}\n"), "missing key 'shape'");
   REQUIRE_BAD_HEADER(v1("{'shape': (1,), 'fortran_order': False}\n"), "missing key 'descr'");
   REQUIRE_BAD_HEADER(v1("{'descr': '<f8', 'shape': (1,)}\n"), "missing key 'fortran_order'");
-  REQUIRE_BAD_HEADER(v1("{'descr': '<f8', 'fortran_order': False, 'shape': (1,), 'extra': 1}"), "unexpected key 'extra'");
+  REQUIRE_BAD_HEADER(v1("{'descr': '<f8', 'fortran_order': False, 'shape': (1,), 'extra': 1}"),
+                     "unexpected key 'extra'");
   REQUIRE_BAD_HEADER(v1("{'descr': '<f8', 'descr': '<f4', 'fortran_order': False, 'shape': (1,)}"),
                      "key 'descr' appears twice");
   REQUIRE_BAD_HEADER(v1("{1: '<f8'}"), "a dict key is an integer");
@@ -195,7 +198,8 @@ TEST_CASE("malformed header dicts are IoErrors naming what is wrong") {
   REQUIRE_BAD_HEADER(dict("'<f8'", "false", "(1,)"), "unknown name 'false'");
   REQUIRE_BAD_HEADER(v1("{'descr': '<f8"), "unterminated string at byte 10");
   REQUIRE_BAD_HEADER(v1("{'descr': '<f8\n', 'fortran_order': False, 'shape': (1,)}"), "line break inside the quotes");
-  REQUIRE_BAD_HEADER(v1("{'descr': '<f8', 'fortran_order': False, 'shape': (1,)} x"), "unexpected text after the header dict");
+  REQUIRE_BAD_HEADER(v1("{'descr': '<f8', 'fortran_order': False, 'shape': (1,)} x"),
+                     "unexpected text after the header dict");
   std::string with_nul = "{'descr': '<f8'";
   with_nul += '\0';
   with_nul += ", 'fortran_order': False, 'shape': (1,)}";
@@ -345,7 +349,7 @@ TEST_CASE("file pieces tile each block, land on the right bytes and keep MPI cou
       const int64_t b = a + 1 + static_cast<int64_t>(rng() % static_cast<uint64_t>(shape[d] - a));
       block[d] = Slice{a, b};
     }
-    const int64_t item = int64_t(1) << (rng() % 5);         // 1..16 bytes
+    const int64_t item = int64_t(1) << (rng() % 5);                   // 1..16 bytes
     const int64_t max_bytes = 1 + static_cast<int64_t>(rng() % 400);  // forces splitting often
     const int64_t max_int = 1 + static_cast<int64_t>(rng() % 60);     // forces the frame constraint often
     const auto pieces = detail::plan_file_pieces(shape, block, item, max_bytes, max_int);

@@ -1,7 +1,7 @@
 // Collective save_npy / load_npy at every process and device count: round trips over meshes, specs, uneven and
-// empty blocks, 0-d and zero-size arrays and every element type, checked against the file's raw bytes as well as
-// after loading; replica 0 is what gets written; pieces split below the message limit; and every bad file gives
-// the same clear error on every process.
+// empty blocks, 0-d and zero-size arrays and element types of every kind, checked against the file's raw bytes as
+// well as after loading; replica 0 is what gets written; pieces split below the message limit; and every bad file
+// gives the same clear error on every process.
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <cstdlib>
@@ -57,7 +57,7 @@ std::vector<Layout> layouts() {
   } else if constexpr (N == 1) {
     out.push_back({{2 * n + 1}, NamedSharding(line, P{"x"}), replicated});
     out.push_back({{1}, NamedSharding(line, P{"x"}), NamedSharding(grid, P{"b"})});  // empty blocks
-    out.push_back({{0}, NamedSharding(line, P{"x"}), replicated});                  // zero-size
+    out.push_back({{0}, NamedSharding(line, P{"x"}), replicated});                   // zero-size
   } else if constexpr (N == 2) {
     out.push_back({{7, 5}, NamedSharding(grid, P{"a", "b"}), NamedSharding(grid, P{"b", "a"})});
     out.push_back({{9, 4}, NamedSharding(grid, P{none, "a"}), NamedSharding(line, P{"x"})});  // b replicated
@@ -67,24 +67,25 @@ std::vector<Layout> layouts() {
   } else if constexpr (N == 3) {
     out.push_back({{3, 4, 5}, NamedSharding(grid, P{"a", none, "b"}), NamedSharding(grid, P{none, "b", "a"})});
   } else {
-    out.push_back({{2, 3, 2, 3}, NamedSharding(grid, P{none, "a", none, "b"}), NamedSharding(line, P{none, none, "x"})});
+    out.push_back(
+        {{2, 3, 2, 3}, NamedSharding(grid, P{none, "a", none, "b"}), NamedSharding(line, P{none, none, "x"})});
   }
   return out;
 }
 
 template <class T, int N>
-void round_trip(const TempDir& dir, const std::string& name) {
+void round_trip(const TempDir& dir, const std::string& name, const io::NpyOptions& options = {}) {
   for (const Layout& l : layouts<N>()) {
     INFO(dtype_name<T>() << " shape " << shape_to_string(l.shape) << " saved as " << l.sharding << ", reloaded as "
                          << l.reload);
     const std::string path = dir.file(name);
     const auto a = darray::testing::make_test_array<T, N>(l.shape, l.sharding);
-    io::save_npy(path, a);
+    io::save_npy(path, a, options);
     const std::string file_err = check_file_bytes<T>(path, l.shape);
     INFO("file: " << file_err);
     REQUIRE(all_ok(file_err.empty()));
     for (const NamedSharding& s : {l.sharding, l.reload}) {
-      const auto b = io::load_npy<T, N>(path, s);
+      const auto b = io::load_npy<T, N>(path, s, options);
       const std::string err = darray::testing::check_loaded(b, l.shape, s);
       INFO("loaded as " << s << ": " << err);
       REQUIRE(all_ok(err.empty()));
@@ -105,15 +106,15 @@ bool same_everywhere(const std::string& msg) {
 }  // namespace
 
 // Asserts that expr throws ErrorType with every fragment in its message, and the very same message everywhere.
-#define REQUIRE_SAME_ERROR(ErrorType, expr, ...)                                                    \
-  do {                                                                                              \
-    DARRAY_REQUIRE_THROWS_ALL(ErrorType, expr, __VA_ARGS__);                                        \
+#define REQUIRE_SAME_ERROR(ErrorType, expr, ...)                                                      \
+  do {                                                                                                \
+    DARRAY_REQUIRE_THROWS_ALL(ErrorType, expr, __VA_ARGS__);                                          \
     const std::string same_msg_ = ::darray::testing::error_message<ErrorType>([&] { (void)(expr); }); \
-    INFO("message: " << same_msg_);                                                                 \
-    REQUIRE(all_ok(same_everywhere(same_msg_)));                                                     \
+    INFO("message: " << same_msg_);                                                                   \
+    REQUIRE(all_ok(same_everywhere(same_msg_)));                                                      \
   } while (false)
 
-TEST_CASE("save_npy then load_npy round trips ranks 0-4 and every element type", "[roundtrip]") {
+TEST_CASE("save_npy then load_npy round trips ranks 0-4 and element types of every kind", "[roundtrip]") {
   TempDir dir;
   round_trip<double, 0>(dir, "r0.npy");
   round_trip<float, 1>(dir, "r1.npy");
@@ -121,13 +122,11 @@ TEST_CASE("save_npy then load_npy round trips ranks 0-4 and every element type",
   round_trip<Kokkos::complex<double>, 2>(dir, "c2.npy");
   round_trip<int32_t, 3>(dir, "r3.npy");
   round_trip<int64_t, 4>(dir, "r4.npy");
-  round_trip<Kokkos::complex<float>, 1>(dir, "c1.npy");
   round_trip<uint8_t, 1>(dir, "u8.npy");
-  round_trip<int8_t, 1>(dir, "i8.npy");
-  round_trip<uint16_t, 1>(dir, "u16.npy");
   round_trip<int16_t, 1>(dir, "i16.npy");
-  round_trip<uint32_t, 1>(dir, "u32.npy");
-  round_trip<uint64_t, 1>(dir, "u64.npy");
+  // Through the host staging buffer that device memory needs.
+  round_trip<Kokkos::complex<float>, 2>(dir, "staged.npy", io::NpyOptions{true});
+  // The other element types take the same path with another dtype string; the numpy test covers them.
 }
 
 TEST_CASE("pieces split below the message limit land where they belong", "[roundtrip]") {
@@ -139,9 +138,12 @@ TEST_CASE("pieces split below the message limit land where they belong", "[round
   TempDir dir;
   round_trip<double, 2>(dir, "split2.npy");
   round_trip<Kokkos::complex<double>, 3>(dir, "split3.npy");  // 16-byte elements: one per piece
-  round_trip<int32_t, 4>(dir, "split4.npy");
-  if (previous) setenv("DARRAY_MPI_MAX_MESSAGE_BYTES", saved.c_str(), 1);
-  else unsetenv("DARRAY_MPI_MAX_MESSAGE_BYTES");
+  // The staging buffer device memory needs, reused across pieces of different sizes and blocks.
+  round_trip<float, 2>(dir, "staged.npy", io::NpyOptions{true});
+  if (previous)
+    setenv("DARRAY_MPI_MAX_MESSAGE_BYTES", saved.c_str(), 1);
+  else
+    unsetenv("DARRAY_MPI_MAX_MESSAGE_BYTES");
 }
 
 TEST_CASE("save_npy writes replica 0 of each block, and load_npy fills every replica") {
@@ -256,7 +258,7 @@ TEST_CASE("bad files give the same clear error on every process") {
   p = bad("fortran.npy", detail::format_npy_header("<f8", {3, 4}, true) + data);
   REQUIRE_SAME_ERROR(NotSupported, (io::load_npy<double, 2>(p, s)), "Fortran (column-major) order");
   // A directory is no file; a spec longer than the file's rank is the caller's mistake.
-  REQUIRE_SAME_ERROR(IoError, (io::load_npy<double, 2>(dir.path(), s)), "io::load_npy");
+  REQUIRE_SAME_ERROR(IoError, (io::load_npy<double, 2>(dir.path(), s)), "\" is a directory, not a .npy file");
   p = bad("rank1.npy", detail::format_npy_header("<f8", {12}) + data);
   const NamedSharding two_d(make_mesh({device_count(), 1}, {"a", "b"}), P{"a", "b"});
   REQUIRE_SAME_ERROR(InvalidArgument, (io::load_npy<double, 1>(p, two_d)), "has 2 entries but the array has rank 1");

@@ -86,7 +86,8 @@ TEST_CASE("numpy loads what save_npy writes, and load_npy reads what numpy write
      << "        np.save(buf, want)\n"
      << "        if open(d + name, 'rb').read() != buf.getvalue():\n"
      << "            bad.append('%s: bytes differ from np.save' % name)\n";
-  for (const Written& w : written) py << "check('" << w.name << "', '" << w.dtype << "', " << py_shape(w.shape) << ")\n";
+  for (const Written& w : written)
+    py << "check('" << w.name << "', '" << w.dtype << "', " << py_shape(w.shape) << ")\n";
   py << "def put(name, dtype, shape, version=None, order='C'):\n"
      << "    a = expect(dtype, shape)\n"
      << "    with open(d + name, 'wb') as f:\n"
@@ -115,11 +116,11 @@ TEST_CASE("numpy loads what save_npy writes, and load_npy reads what numpy write
   errs.push_back(load_and_check<double, 2>(dir, "np_f8.npy", {7, 5}, ab));
   errs.push_back(load_and_check<double, 2>(dir, "np_f8.npy", {7, 5}, NamedSharding(grid, P{none, "a"})));
   errs.push_back(load_and_check<int32_t, 1>(dir, "np_i4.npy", {13}, xs));
-  errs.push_back(load_and_check<Kokkos::complex<double>, 3>(dir, "np_c16.npy", {3, 4, 5},
-                                                            NamedSharding(grid, P{"b", none, "a"})));
+  errs.push_back(
+      load_and_check<Kokkos::complex<double>, 3>(dir, "np_c16.npy", {3, 4, 5}, NamedSharding(grid, P{"b", none, "a"})));
   errs.push_back(load_and_check<float, 2>(dir, "np_f4_v2.npy", {5, 6}, ba));
-  errs.push_back(load_and_check<Kokkos::complex<float>, 2>(dir, "np_c8_v3.npy", {2, 9},
-                                                           NamedSharding(grid, P{axes("a", "b")})));
+  errs.push_back(
+      load_and_check<Kokkos::complex<float>, 2>(dir, "np_c8_v3.npy", {2, 9}, NamedSharding(grid, P{axes("a", "b")})));
   errs.push_back(load_and_check<int64_t, 0>(dir, "np_i8_0d.npy", {}, NamedSharding(line, P{})));
   errs.push_back(load_and_check<uint8_t, 2>(dir, "np_u1_empty.npy", {0, 3}, ab));
   errs.push_back(load_and_check<int8_t, 2>(dir, "np_i1.npy", {9, 2}, NamedSharding(line, P{"x"})));

@@ -6,9 +6,10 @@
 #include <mpi.h>
 
 #include <Kokkos_Core.hpp>
+#include <algorithm>
+#include <climits>
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -35,42 +36,42 @@ namespace detail {
 template <class T, class MemorySpace>
 class BlockTransfers {
  public:
+  BlockTransfers(bool writing, bool staged) : m_writing(writing), m_staged(staged || !host_accessible_v<MemorySpace>) {}
+
   // `data` is the block's first element in MemorySpace.
   void add(T* data, const Shape& shape, const Index& block) {
     for (FilePiece& p : plan_file_pieces(shape, block, sizeof(T), static_cast<int64_t>(max_message_bytes()))) {
-      m_pieces.push_back(std::make_unique<Entry>(Entry{std::move(p), data}));
-      m_largest = std::max(m_largest, m_pieces.back()->piece.count);
+      m_largest = std::max(m_largest, p.count);
+      m_entries.push_back(Entry{std::move(p), data});
     }
   }
 
-  std::size_t size() const { return m_pieces.size(); }
+  std::size_t size() const { return m_entries.size(); }
 
-  // Transfers for transfer_rounds. For writes the staging copy happens when the round asks for the buffer; for
-  // reads the staged bytes go to the device when the round is done.
+  // Transfers for transfer_rounds, valid while this object lives and no piece is added. Staged writes copy a piece
+  // to the host when its round asks for the buffer; staged reads copy it to the device when the round is done.
   std::vector<PieceTransfer> transfers() {
     std::vector<PieceTransfer> out;
-    for (auto& e : m_pieces) {
-      Entry* entry = e.get();
+    for (Entry& e : m_entries) {
+      Entry* entry = &e;
       PieceTransfer t;
       t.piece = &entry->piece;
       t.item_size = static_cast<int64_t>(sizeof(T));
-      if constexpr (host_accessible_v<MemorySpace>) {
+      if (!m_staged) {
         t.buffer = [entry] { return reinterpret_cast<char*>(entry->data + entry->piece.memory_offset); };
         t.done = [] {};
       } else {
         t.buffer = [this, entry] {
-          staging().resize(static_cast<std::size_t>(m_largest));
-          if (m_writing) Kokkos::deep_copy(host_run(entry), device_run(entry));
-          return reinterpret_cast<char*>(staging().data());
+          m_staging.resize(static_cast<std::size_t>(m_largest));
+          if (m_writing) Kokkos::deep_copy(host_run(*entry), device_run(*entry));
+          return reinterpret_cast<char*>(m_staging.data());
         };
-        t.done = [this, entry] { Kokkos::deep_copy(device_run(entry), host_run(entry)); };
+        t.done = [this, entry] { Kokkos::deep_copy(device_run(*entry), host_run(*entry)); };
       }
       out.push_back(std::move(t));
     }
     return out;
   }
-
-  void set_writing(bool writing) { m_writing = writing; }
 
  private:
   struct Entry {
@@ -80,16 +81,16 @@ class BlockTransfers {
   using HostRun = Kokkos::View<T*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
   using DeviceRun = Kokkos::View<T*, MemorySpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
 
-  std::vector<T>& staging() { return m_staging; }
-  HostRun host_run(const Entry* e) { return HostRun(m_staging.data(), static_cast<std::size_t>(e->piece.count)); }
-  DeviceRun device_run(const Entry* e) {
-    return DeviceRun(e->data + e->piece.memory_offset, static_cast<std::size_t>(e->piece.count));
+  HostRun host_run(const Entry& e) { return HostRun(m_staging.data(), static_cast<std::size_t>(e.piece.count)); }
+  DeviceRun device_run(const Entry& e) {
+    return DeviceRun(e.data + e.piece.memory_offset, static_cast<std::size_t>(e.piece.count));
   }
 
-  std::vector<std::unique_ptr<Entry>> m_pieces;
+  bool m_writing;
+  bool m_staged;
+  std::vector<Entry> m_entries;
   std::vector<T> m_staging;
   int64_t m_largest = 0;
-  bool m_writing = false;
 };
 
 // Every process makes the same number of collective rounds: the largest piece count of any process.
@@ -105,6 +106,12 @@ inline int agreed_rounds(std::size_t mine, MPI_Comm comm) {
 
 namespace io {
 
+struct NpyOptions {
+  // Move every piece through a host staging buffer, as device memory that the host cannot address requires. Host
+  // memory is read and written in place; this flag lets tests exercise the staged path on the host too.
+  bool staged = false;
+};
+
 // What the .npy file at `path` holds: dtype string, shape, memory order, data offset. Collective: process 0 reads
 // the header and every process returns it, or throws the same IoError for a file that is not a valid .npy.
 inline NpyHeader read_npy_header(const std::string& path) {
@@ -116,12 +123,12 @@ inline NpyHeader read_npy_header(const std::string& path) {
 // holding its replica 0, through an MPI subarray file view and MPI_File_write_all; nothing is gathered. An existing
 // file is replaced. MPI-IO failures throw the same IoError (naming the path and MPI's message) on every process.
 template <class T, int N, class MemorySpace>
-void save_npy(const std::string& path, const DistributedArray<T, N, MemorySpace>& array) {
+void save_npy(const std::string& path, const DistributedArray<T, N, MemorySpace>& array,
+              const NpyOptions& options = {}) {
   constexpr const char* api = "io::save_npy";
   const MPI_Comm comm = detail::world_comm();
   const std::string header = detail::format_npy_header(detail::npy_descr<T>(), array.shape());
-  detail::BlockTransfers<T, MemorySpace> blocks;
-  blocks.set_writing(true);
+  detail::BlockTransfers<T, MemorySpace> blocks(/*writing=*/true, options.staged);
   for (const auto& s : array.addressable_shards())
     if (s.replica_id == 0 && volume(s.index) > 0) blocks.add(s.data.data(), array.shape(), s.index);
   const int rounds = detail::agreed_rounds(blocks.size(), comm);
@@ -153,7 +160,8 @@ void save_npy(const std::string& path, const DistributedArray<T, N, MemorySpace>
 // malformed or truncated file and for a dtype or rank other than T and N, NotSupported for Fortran order and
 // big-endian data; the same error on every process.
 template <class T, int N, class MemorySpace = DefaultMemorySpace>
-DistributedArray<T, N, MemorySpace> load_npy(const std::string& path, const NamedSharding& sharding) {
+DistributedArray<T, N, MemorySpace> load_npy(const std::string& path, const NamedSharding& sharding,
+                                             const NpyOptions& options = {}) {
   constexpr const char* api = "io::load_npy";
   const MPI_Comm comm = detail::world_comm();
   const detail::NpyFileInfo info = detail::read_npy_header_collective(api, path, comm);
@@ -165,7 +173,7 @@ DistributedArray<T, N, MemorySpace> load_npy(const std::string& path, const Name
   const auto devs = detail::process_device_blocks(sharding, shape, process_index());
   auto shards = detail::allocate_shards<T, N, MemorySpace>(devs, /*initialize=*/false);
   const auto distinct = detail::distinct_blocks(devs);
-  detail::BlockTransfers<T, MemorySpace> blocks;
+  detail::BlockTransfers<T, MemorySpace> blocks(/*writing=*/false, options.staged);
   for (const detail::Block& b : distinct) blocks.add(shards[b.holders[0]].data.data(), shape, b.index);
   const int rounds = detail::agreed_rounds(blocks.size(), comm);
 

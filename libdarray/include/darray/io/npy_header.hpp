@@ -13,9 +13,9 @@ namespace darray {
 namespace io {
 
 struct NpyHeader {
-  std::string dtype;           // the 'descr' string as written: "<f8", "|u1", ">i4", "<U10", ...
-  Shape shape;                 // () for a 0-d array
-  bool fortran_order = false;  // column-major data (load_npy reads C order only)
+  std::string dtype;              // the 'descr' string as written: "<f8", "|u1", ">i4", "<U10", ...
+  Shape shape;                    // () for a 0-d array
+  bool fortran_order = false;     // column-major data (load_npy reads C order only)
   std::uint64_t data_offset = 0;  // bytes from the start of the file to the first element
   int version_major = 1;          // format version: 1.0, 2.0 or 3.0
   int version_minor = 0;

@@ -138,9 +138,9 @@ inline void transfer_rounds(MPI_File fh, MPI_Offset data_offset, int rounds, con
     latch.check(MPI_File_set_view(fh, disp, MPI_BYTE, filetype, "native", MPI_INFO_NULL), "MPI_File_set_view");
     MPI_Status status;
     const int want = latch.ok() ? bytes : 0;
-    const bool moved =
-        write ? latch.check(MPI_File_write_all(fh, buffer, want, MPI_BYTE, &status), "MPI_File_write_all")
-              : latch.check(MPI_File_read_all(fh, buffer, want, MPI_BYTE, &status), "MPI_File_read_all");
+    const bool moved = write
+                           ? latch.check(MPI_File_write_all(fh, buffer, want, MPI_BYTE, &status), "MPI_File_write_all")
+                           : latch.check(MPI_File_read_all(fh, buffer, want, MPI_BYTE, &status), "MPI_File_read_all");
     if (!moved || want == 0) continue;
     // A read past the end of the file is no MPI error, only a short count; a short write would lose data silently.
     int got = 0;

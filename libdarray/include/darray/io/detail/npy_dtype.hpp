@@ -26,10 +26,14 @@ namespace detail {
 // numpy's type character: 'i' signed, 'u' unsigned, 'f' float, 'c' complex.
 template <class T>
 constexpr char npy_kind() {
-  if constexpr (is_kokkos_complex<T>::value) return 'c';
-  else if constexpr (std::is_floating_point<T>::value) return 'f';
-  else if constexpr (std::is_signed<T>::value) return 'i';
-  else return 'u';
+  if constexpr (is_kokkos_complex<T>::value)
+    return 'c';
+  else if constexpr (std::is_floating_point<T>::value)
+    return 'f';
+  else if constexpr (std::is_signed<T>::value)
+    return 'i';
+  else
+    return 'u';
 }
 
 // The dtype string numpy writes for T: byte order '<', or '|' (not applicable) for one-byte types, as dtype.str.
@@ -100,16 +104,17 @@ void check_npy_matches(const io::NpyHeader& h, const char* api, const std::strin
 inline void check_npy_data_size(const io::NpyHeader& h, std::uint64_t item_size, std::uint64_t file_size,
                                 const char* api, const std::string& path) {
   const auto elements = static_cast<std::uint64_t>(volume(h.shape));
-  const bool fits = elements == 0 || item_size <= (std::numeric_limits<std::uint64_t>::max() - h.data_offset) / elements;
+  const bool fits =
+      elements == 0 || item_size <= (std::numeric_limits<std::uint64_t>::max() - h.data_offset) / elements;
   const std::uint64_t need = fits ? h.data_offset + elements * item_size : 0;
   DARRAY_THROW_IF(!fits, IoError, api,
                   npy_where(path) << " announces shape " << shape_repr(h.shape) << " of dtype '"
                                   << printable_bytes(h.dtype) << "', more bytes than a file can hold");
   DARRAY_THROW_IF(file_size < need, IoError, api,
-                  npy_where(path) << " is truncated: its header announces shape " << shape_repr(h.shape) << " of dtype '"
-                                  << printable_bytes(h.dtype) << "', " << elements * item_size << " data bytes from offset "
-                                  << h.data_offset << " (" << need << " bytes in all), but the file has " << file_size
-                                  << " bytes");
+                  npy_where(path) << " is truncated: its header announces shape " << shape_repr(h.shape)
+                                  << " of dtype '" << printable_bytes(h.dtype) << "', " << elements * item_size
+                                  << " data bytes from offset " << h.data_offset << " (" << need
+                                  << " bytes in all), but the file has " << file_size << " bytes");
 }
 
 }  // namespace detail

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <mpi.h>
+#include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -28,6 +30,10 @@ struct NpyFileInfo {
 class LocalFile {
  public:
   LocalFile(const char* api, const std::string& path) : m_api(api), m_path(path) {
+    // Some MPI-IO implementations open a directory and then read nothing from it; say what it is instead.
+    struct stat st;
+    DARRAY_THROW_IF(::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode), IoError, api,
+                    npy_where(path) << " is a directory, not a .npy file");
     const int rc = MPI_File_open(MPI_COMM_SELF, path.c_str(), MPI_MODE_RDONLY, MPI_INFO_NULL, &m_fh);
     DARRAY_THROW_IF(rc != MPI_SUCCESS, IoError, api, npy_where(path) << ": cannot open: " << mpi_error_string(rc));
     MPI_File_set_errhandler(m_fh, MPI_ERRORS_RETURN);
@@ -59,7 +65,8 @@ class LocalFile {
     rc = MPI_Get_count(&status, MPI_BYTE, &got);
     DARRAY_THROW_IF(rc != MPI_SUCCESS || got != static_cast<int>(count), IoError, m_api,
                     npy_where(m_path) << ": read " << got << " of " << count << " header bytes at offset " << offset
-                                      << " (was the file truncated while it was being read?)");
+                                      << " although the file has " << size()
+                                      << " bytes (is it unreadable, or was it truncated while being read?)");
     return bytes;
   }
 
@@ -87,8 +94,7 @@ inline NpyFileInfo read_npy_header_here(const char* api, const std::string& path
                                   << " bytes, but the file has only " << info.file_size - pre.header_start
                                   << " bytes after the " << pre.header_start << "-byte preamble");
   // Sized exactly to the header, so the parser could not read past it even if it tried.
-  const std::vector<unsigned char> bytes =
-      file.read(0, pre.header_start + static_cast<std::size_t>(pre.header_length));
+  const std::vector<unsigned char> bytes = file.read(0, pre.header_start + static_cast<std::size_t>(pre.header_length));
   info.header = parse_npy_header(bytes, api, path);
   return info;
 }

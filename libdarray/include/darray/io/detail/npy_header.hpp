@@ -71,7 +71,8 @@ inline NpyPreamble parse_npy_preamble(const unsigned char* bytes, std::size_t si
                                       const std::string& path) {
   const std::size_t magic_seen = size < npy_magic_size ? size : npy_magic_size;
   bool magic_ok = true;
-  for (std::size_t i = 0; i < magic_seen; ++i) magic_ok = magic_ok && bytes[i] == static_cast<unsigned char>(npy_magic[i]);
+  for (std::size_t i = 0; i < magic_seen; ++i)
+    magic_ok = magic_ok && bytes[i] == static_cast<unsigned char>(npy_magic[i]);
   DARRAY_THROW_IF(!magic_ok, IoError, api,
                   npy_where(path) << " is not a .npy file: it starts with \"" << printable_bytes(bytes, magic_seen)
                                   << "\" instead of the magic \"\\x93NUMPY\"");
@@ -99,9 +100,9 @@ inline NpyPreamble parse_npy_preamble(const unsigned char* bytes, std::size_t si
 struct PyValue {
   enum class Kind { string, integer, boolean, none, tuple, list, dict };
   Kind kind = Kind::none;
-  std::string text;           // string contents, or an integer's digits as written (for messages)
+  std::string text;  // string contents, or an integer's digits as written (for messages)
   int64_t integer = 0;
-  bool integer_fits = true;   // false when the integer does not fit int64
+  bool integer_fits = true;  // false when the integer does not fit int64
   bool boolean = false;
   std::vector<PyValue> items;  // tuple and list elements; dict: key, value, key, value, ...
   std::size_t position = 0;    // offset in the header text, for messages
@@ -109,13 +110,20 @@ struct PyValue {
 
 inline const char* describe(PyValue::Kind k) {
   switch (k) {
-    case PyValue::Kind::string: return "a string";
-    case PyValue::Kind::integer: return "an integer";
-    case PyValue::Kind::boolean: return "a bool";
-    case PyValue::Kind::none: return "None";
-    case PyValue::Kind::tuple: return "a tuple";
-    case PyValue::Kind::list: return "a list";
-    case PyValue::Kind::dict: return "a dict";
+    case PyValue::Kind::string:
+      return "a string";
+    case PyValue::Kind::integer:
+      return "an integer";
+    case PyValue::Kind::boolean:
+      return "a bool";
+    case PyValue::Kind::none:
+      return "None";
+    case PyValue::Kind::tuple:
+      return "a tuple";
+    case PyValue::Kind::list:
+      return "a list";
+    case PyValue::Kind::dict:
+      return "a dict";
   }
   return "a value";
 }
@@ -199,11 +207,23 @@ class PyLiteralParser {
       if (m_pos >= m_end) fail_at(v.position, "unterminated string (ends in a backslash)");
       const char e = *m_pos++;
       switch (e) {
-        case 'n': v.text += '\n'; break;
-        case 't': v.text += '\t'; break;
-        case 'r': v.text += '\r'; break;
-        case '0': v.text += '\0'; break;
-        case '\\': case '\'': case '"': v.text += e; break;
+        case 'n':
+          v.text += '\n';
+          break;
+        case 't':
+          v.text += '\t';
+          break;
+        case 'r':
+          v.text += '\r';
+          break;
+        case '0':
+          v.text += '\0';
+          break;
+        case '\\':
+        case '\'':
+        case '"':
+          v.text += e;
+          break;
         default:  // Python keeps unknown escapes verbatim
           v.text += '\\';
           v.text += e;
@@ -235,8 +255,10 @@ class PyLiteralParser {
     if (m_pos < m_end && (*m_pos == 'L' || *m_pos == 'l')) ++m_pos;
     if (m_pos < m_end && is_word(*m_pos)) fail("malformed number '" + v.text + "' followed by " + found());
     if (v.integer_fits) {
-      if (!negative && acc == std::numeric_limits<int64_t>::min()) v.integer_fits = false;
-      else v.integer = negative ? acc : -acc;
+      if (!negative && acc == std::numeric_limits<int64_t>::min())
+        v.integer_fits = false;
+      else
+        v.integer = negative ? acc : -acc;
     }
     return v;
   }
@@ -252,8 +274,9 @@ class PyLiteralParser {
     } else if (word == "None") {
       v.kind = PyValue::Kind::none;
     } else {
-      fail_at(v.position, "unknown name '" + printable_bytes(word) + "' (expected a string, a number, True, False, "
-                          "None, a tuple, a list or a dict)");
+      fail_at(v.position, "unknown name '" + printable_bytes(word) +
+                              "' (expected a string, a number, True, False, "
+                              "None, a tuple, a list or a dict)");
     }
     return v;
   }
@@ -339,8 +362,8 @@ inline io::NpyHeader parse_npy_header(const unsigned char* bytes, std::size_t si
   const std::size_t available = size - pre.header_start;
   DARRAY_THROW_IF(pre.header_length > available, IoError, api,
                   npy_where(path) << " is truncated or corrupt: its header length field says " << pre.header_length
-                                  << " bytes, but only " << available << " bytes follow the "
-                                  << pre.header_start << "-byte preamble");
+                                  << " bytes, but only " << available << " bytes follow the " << pre.header_start
+                                  << "-byte preamble");
   const char* begin = reinterpret_cast<const char*>(bytes) + pre.header_start;
   const char* end = begin + pre.header_length;
   PyLiteralParser parser(begin, end, api, path);
@@ -355,7 +378,7 @@ inline io::NpyHeader parse_npy_header(const unsigned char* bytes, std::size_t si
     const PyValue& key = dict.items[i];
     if (key.kind != PyValue::Kind::string)
       parser.fail_at(key.position, std::string("a dict key is ") + describe(key.kind) + "; expected a string");
-    const PyValue** slot = key.text == "descr" ? &descr
+    const PyValue** slot = key.text == "descr"           ? &descr
                            : key.text == "fortran_order" ? &fortran
                            : key.text == "shape"         ? &shape
                                                          : nullptr;
@@ -365,8 +388,8 @@ inline io::NpyHeader parse_npy_header(const unsigned char* bytes, std::size_t si
     if (*slot != nullptr) parser.fail_at(key.position, "key '" + key.text + "' appears twice");
     *slot = &dict.items[i + 1];
   }
-  for (const auto& [value, name] : {std::make_pair(descr, "descr"), std::make_pair(fortran, "fortran_order"),
-                                    std::make_pair(shape, "shape")})
+  for (const auto& [value, name] :
+       {std::make_pair(descr, "descr"), std::make_pair(fortran, "fortran_order"), std::make_pair(shape, "shape")})
     if (value == nullptr)
       parser.fail_at(dict.position, std::string("missing key '") + name +
                                         "'; a .npy header has exactly the keys 'descr', 'fortran_order' and 'shape'");
@@ -375,11 +398,13 @@ inline io::NpyHeader parse_npy_header(const unsigned char* bytes, std::size_t si
     parser.fail_at(descr->position, std::string("'descr' is ") + describe(descr->kind) +
                                         ", i.e. a structured dtype; only plain dtypes such as '<f8' are supported");
   if (descr->kind != PyValue::Kind::string)
-    parser.fail_at(descr->position, std::string("'descr' is ") + describe(descr->kind) + "; expected a dtype string such as '<f8'");
-  if (descr->text.empty()) parser.fail_at(descr->position, "'descr' is an empty string; expected a dtype such as '<f8'");
+    parser.fail_at(descr->position,
+                   std::string("'descr' is ") + describe(descr->kind) + "; expected a dtype string such as '<f8'");
+  if (descr->text.empty())
+    parser.fail_at(descr->position, "'descr' is an empty string; expected a dtype such as '<f8'");
   if (fortran->kind != PyValue::Kind::boolean)
-    parser.fail_at(fortran->position, std::string("'fortran_order' is ") + describe(fortran->kind) +
-                                          "; expected True or False");
+    parser.fail_at(fortran->position,
+                   std::string("'fortran_order' is ") + describe(fortran->kind) + "; expected True or False");
   if (shape->kind != PyValue::Kind::tuple)
     parser.fail_at(shape->position, std::string("'shape' is ") + describe(shape->kind) +
                                         "; expected a tuple of integers such as (3, 4), (5,) or ()");
@@ -396,10 +421,11 @@ inline io::NpyHeader parse_npy_header(const unsigned char* bytes, std::size_t si
   for (std::size_t d = 0; d < shape->items.size(); ++d) {
     const PyValue& e = shape->items[d];
     if (e.kind != PyValue::Kind::integer)
-      parser.fail_at(e.position, "'shape' entry " + std::to_string(d) + " is " + describe(e.kind) + "; expected an integer");
+      parser.fail_at(e.position,
+                     "'shape' entry " + std::to_string(d) + " is " + describe(e.kind) + "; expected an integer");
     if (!e.integer_fits || e.integer < 0)
-      parser.fail_at(e.position, "'shape' entry " + std::to_string(d) + " is " + e.text +
-                                     "; expected an extent from 0 to 2^63-1");
+      parser.fail_at(e.position,
+                     "'shape' entry " + std::to_string(d) + " is " + e.text + "; expected an extent from 0 to 2^63-1");
     h.shape.push_back(e.integer);
   }
   // Element counts are int64_t everywhere; an extent of 0 anywhere makes the count 0 whatever the others are.
@@ -414,7 +440,8 @@ inline io::NpyHeader parse_npy_header(const unsigned char* bytes, std::size_t si
   return h;
 }
 
-inline io::NpyHeader parse_npy_header(const std::vector<unsigned char>& bytes, const char* api, const std::string& path) {
+inline io::NpyHeader parse_npy_header(const std::vector<unsigned char>& bytes, const char* api,
+                                      const std::string& path) {
   return parse_npy_header(bytes.data(), bytes.size(), api, path);
 }
 
