@@ -7,6 +7,8 @@
 //
 //   mpirun -np 8 sharded-load                                   8 processes, 1 device each (the tutorial's set-up)
 //   DARRAY_HOST_DEVICE_COUNT=2 mpirun -np 4 sharded-load        4 processes, 2 devices each
+//   mpirun -np 4 sharded-load --file a.npy --write              file mode: save a.npy in parallel, then load it
+//   mpirun -np 3 sharded-load --file a.npy                      file mode: load a.npy written by any process count
 //
 // Every process checks its own blocks without the global array: element f of the source is a function of
 // (seed, f) alone (a counter-based generator), so a process computes the values of its blocks directly, where the
@@ -127,6 +129,63 @@ bool load(const Decomposition& dec, const darray::Shape& shape, int root, uint64
   return mismatches == 0 && gathered_ok;
 }
 
+// ---- File mode (--file PATH [--write]) ---------------------------------------------------------------------------
+// The tutorial's other answer to "a single source": a file every process can reach. With --write each process
+// computes only its own row blocks and io::save_npy writes them into one .npy file with collective MPI-IO (numpy
+// reads it with np.load); then each decomposition loads the file with io::load_npy, every process reading only
+// the blocks of its devices, whatever process count wrote it. No process ever holds the whole array.
+
+// The source's values for one block, with element `corrupted` (if any) off by one, as --inject-error does above.
+std::vector<double> source_block(const darray::Index& b, const darray::Shape& shape, uint64_t seed, int64_t corrupted) {
+  std::vector<double> out;
+  for (int64_t i = b[0].start; i < b[0].stop; ++i)
+    for (int64_t j = b[1].start; j < b[1].stop; ++j) {
+      const int64_t f = i * shape[1] + j;
+      out.push_back(source_value(seed, f) + (f == corrupted ? 1.0 : 0.0));
+    }
+  return out;
+}
+
+// Loads the file with one decomposition and checks every local block against the generator; true when all match.
+bool load_file(const Decomposition& dec, const std::string& path, const darray::Shape& shape, uint64_t seed) {
+  const int p = darray::process_index();
+  const auto a = darray::io::load_npy<double, 2>(path, dec.sharding);  // throws first for a file of another dtype/rank
+  if (p == 0)
+    std::cout << "\n"
+              << dec.name << ": " << dec.sharding << "\n"
+              << darray::visualize_sharding(dec.sharding, shape) << std::flush;
+  std::ostringstream out;
+  int64_t mismatches = 0;
+  for (const auto& shard : a.addressable_shards()) {
+    out << "Process " << p << " read array piece " << shape_text(darray::box_shape(shard.index)) << " on "
+        << shard.device << " at " << shard.index << "\n";
+    const auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), shard.data);
+    const std::vector<double> want = source_block(shard.index, shape, seed, -1);
+    for (std::size_t k = 0; k < want.size(); ++k) mismatches += host.data()[k] != want[k] ? 1 : 0;
+  }
+  if (mismatches > 0) out << "Process " << p << " MISMATCH: " << mismatches << " elements differ from the source\n";
+  print_in_process_order(out.str());
+  return mismatches == 0;
+}
+
+bool run_file_mode(const std::string& path, bool write, const darray::Shape& shape, uint64_t seed, bool inject_error,
+                   const std::vector<Decomposition>& decs) {
+  const int p = darray::process_index();
+  if (write) {
+    const darray::NamedSharding rows(darray::make_mesh({darray::device_count()}, {"a"}), darray::P{"a"});
+    const int64_t corrupted = inject_error ? shape[0] * shape[1] / 3 : -1;
+    const auto a = darray::make_array_from_callback<double, 2>(
+        shape, rows, [&](const darray::Index& b) { return source_block(b, shape, seed, corrupted); });
+    darray::io::save_npy(path, a);
+    if (p == 0) std::cout << "Wrote " << path << " from " << darray::process_count() << " processes\n";
+  }
+  const darray::io::NpyHeader h = darray::io::read_npy_header(path);
+  if (p == 0) std::cout << h << "\n" << std::flush;
+  bool ok = true;
+  for (const auto& dec : decs) ok = load_file(dec, path, h.shape, seed) && ok;
+  return ok;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -144,6 +203,13 @@ int main(int argc, char** argv) {
   app.add_option("--seed", seed, "seed of the source's random numbers")->capture_default_str();
   app.add_option("--mesh", mesh, "2-D mesh RxC over all devices, or auto: (devices/2, 2)")->capture_default_str();
   app.add_flag("--transposed", transposed, "also load with the 2-D mesh's axes swapped, P('b', 'a') (the YZ pencil)");
+  std::string file;
+  bool write = false;
+  app.add_option("--file", file,
+                 "file mode: load the array from this .npy file with io::load_npy instead of scattering it; "
+                 "blocks are checked against --seed's values, so the file comes from --write");
+  app.add_flag("--write", write, "file mode: first create the file with io::save_npy (--rows x --cols)")
+      ->needs("--file");
   app.add_flag("--inject-error", inject_error,
                "corrupt one element of the source after computing it, to see the check fail (exit status 1)");
   CLI11_PARSE(app, argc, argv);
@@ -154,7 +220,7 @@ int main(int argc, char** argv) {
     const int p = darray::process_index();
     // Only the root allocates the global array; the others pass an empty vector.
     std::vector<double> source;
-    if (p == root) {
+    if (p == root && file.empty()) {
       source.resize(static_cast<std::size_t>(rows * cols));
       for (int64_t f = 0; f < rows * cols; ++f) source[static_cast<std::size_t>(f)] = source_value(seed, f);
       if (inject_error && !source.empty()) source[source.size() / 3] += 1.0;
@@ -170,7 +236,10 @@ int main(int argc, char** argv) {
     if (transposed) decs.push_back({"2-D decomposition, transposed", darray::NamedSharding(m2, darray::P{"b", "a"})});
 
     bool ok = true;
-    for (const auto& dec : decs) ok = load(dec, shape, root, seed, source) && ok;
+    if (!file.empty())
+      ok = run_file_mode(file, write, shape, seed, inject_error, decs);
+    else
+      for (const auto& dec : decs) ok = load(dec, shape, root, seed, source) && ok;
     int mine = ok ? 1 : 0, all = 0;
     MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (p == 0) std::cout << (all ? "\nOK" : "\nFAILED: some blocks differ from the source") << std::endl;
