@@ -42,3 +42,5 @@
 #include "darray/fft/transforms.hpp"
 #include "darray/halo/plan.hpp"
 #include "darray/halo/exchange.hpp"
+#include "darray/io/npy_header.hpp"
+#include "darray/io/npy.hpp"
