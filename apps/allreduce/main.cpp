@@ -44,7 +44,8 @@ void print_in_process_order(const std::string& mine) {
   std::vector<int> lens(static_cast<std::size_t>(n)), offsets(static_cast<std::size_t>(n), 0);
   MPI_Gather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
   for (int p = 1; p < n; ++p)
-    offsets[static_cast<std::size_t>(p)] = offsets[static_cast<std::size_t>(p - 1)] + lens[static_cast<std::size_t>(p - 1)];
+    offsets[static_cast<std::size_t>(p)] =
+        offsets[static_cast<std::size_t>(p - 1)] + lens[static_cast<std::size_t>(p - 1)];
   std::string all(darray::process_index() == 0 ? static_cast<std::size_t>(offsets.back() + lens.back()) : 0, '\0');
   MPI_Gatherv(mine.data(), len, MPI_CHAR, &all[0], lens.data(), offsets.data(), MPI_CHAR, 0, MPI_COMM_WORLD);
   if (darray::process_index() == 0) std::cout << all << std::flush;
@@ -76,8 +77,8 @@ int main(int argc, char** argv) {
     std::ostringstream line;
     if (show_devices)
       line << "Total devices: " << n << "  |  Devices per task: " << darray::local_device_count() << "\n";
-    line << "Process " << darray::process_index() << " has y="
-         << numpy_str(std::vector<float>(host.data(), host.data() + host.size())) << "\n";
+    line << "Process " << darray::process_index()
+         << " has y=" << numpy_str(std::vector<float>(host.data(), host.data() + host.size())) << "\n";
     print_in_process_order(line.str());
   } catch (const std::exception& e) {
     std::cerr << "allreduce: " << e.what() << std::endl;

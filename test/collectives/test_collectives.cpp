@@ -19,9 +19,7 @@ namespace {
 struct Draw {
   Mesh mesh;
   NamedSharding sharding;
-  std::string describe(const Shape& shape) const {
-    return sharding.to_string() + " shape " + shape_to_string(shape);
-  }
+  std::string describe(const Shape& shape) const { return sharding.to_string() + " shape " + shape_to_string(shape); }
 };
 
 template <int N>
@@ -87,7 +85,8 @@ void reduction_trial(std::mt19937_64& rng, Red red) {
   const PartitionSpec spec = expected_spec(l.sharding.spec(), N, axes);
   const std::string err = check_result(r, [&](const Device& u) {
     std::vector<HostBlock<T>> blocks;
-    for (const Device& v : group_of(l.mesh, axes, u)) blocks.push_back(operand_block<T>(l.sharding.index(shape, v), shape));
+    for (const Device& v : group_of(l.mesh, axes, u))
+      blocks.push_back(operand_block<T>(l.sharding.index(shape, v), shape));
     return fold(blocks, [&](T x, T y) { return combine(x, y, red); });
   });
   INFO(err);
@@ -109,7 +108,8 @@ void psum_scatter_trial(std::mt19937_64& rng) {
   const PartitionSpec spec = expected_spec(l.sharding.spec(), N, {axis}, dim, axis);
   const std::string err = check_result(r, [&](const Device& u) {
     std::vector<HostBlock<T>> blocks;
-    for (const Device& v : group_of(l.mesh, {axis}, u)) blocks.push_back(operand_block<T>(l.sharding.index(shape, v), shape));
+    for (const Device& v : group_of(l.mesh, {axis}, u))
+      blocks.push_back(operand_block<T>(l.sharding.index(shape, v), shape));
     const HostBlock<T> sum = fold(blocks, [](T x, T y) { return x + y; });
     const int64_t i = axis_index(l.mesh, axis, u), c = block[static_cast<std::size_t>(dim)];
     return slice(sum, static_cast<std::size_t>(dim), i * c, c);
@@ -192,8 +192,10 @@ std::vector<std::pair<int, int>> random_perm(std::mt19937_64& rng, int n, bool p
   const uint64_t kind = rng() % (partial_ok ? 3 : 2);
   std::vector<std::pair<int, int>> perm;
   for (int i = 0; i < n; ++i) {
-    if (kind == 1) perm.emplace_back(i, (i + 1) % n);
-    else if (kind == 0 || rng() % 3 != 0) perm.emplace_back(i, order[static_cast<std::size_t>(i)]);
+    if (kind == 1)
+      perm.emplace_back(i, (i + 1) % n);
+    else if (kind == 0 || rng() % 3 != 0)
+      perm.emplace_back(i, order[static_cast<std::size_t>(i)]);
   }
   return perm;
 }

@@ -53,8 +53,8 @@ TEST_CASE("dims out of range") {
 TEST_CASE("ppermute: a perm that is not one") {
   const int n = device_count();
   const auto a = operand<int32_t, 1>({n}, line(P("x")));
-  const std::string size = "mesh axis \"x\" has size " + std::to_string(n) + "; expected axis indices 0 .. " +
-                           std::to_string(n - 1);
+  const std::string size =
+      "mesh axis \"x\" has size " + std::to_string(n) + "; expected axis indices 0 .. " + std::to_string(n - 1);
   // Fragments are named strings: the macro keeps only their c_str() pointers.
   const std::string pair1 = "perm pair 1 is (" + std::to_string(n) + ", 0) but " + size;
   DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, ppermute(a, "x", {{0, 0}, {n, 0}}), pair1.c_str());
@@ -85,7 +85,9 @@ TEST_CASE("blocks of unequal shape where the operation needs equal ones") {
            {"psum_scatter", [&] { psum_scatter(a, "x", 0); }},
            {"all_to_all", [&] { all_to_all(a, "x", 0, 0); }},
            {"all_gather", [&] { all_gather(a, "x", 0, stacked); }},
-           {"ppermute", [&] { ppermute(a, "x", {{0, n - 1}}); }}}) {
+           {"ppermute", [&] {
+              ppermute(a, "x", {{0, n - 1}});
+            }}}) {
     INFO(api);
     const std::string prefix = "darray::" + api + ": " + first;
     DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, fn(), prefix.c_str(), operand_text.c_str(),
@@ -105,8 +107,8 @@ TEST_CASE("uneven blocks whose results cannot tile the result array") {
   // Rows 5 over "y" (3 and 2), gathered over "x" along the rows: 3x and 2x rows, not a split of 5x into 2 parts.
   const Mesh mesh = make_mesh({2, n / 2}, {"y", "x"});
   const auto a = operand<int64_t, 2>({5, n}, NamedSharding(mesh, P("y", "x")));
-  const std::string sizes =
-      "along result dim 0 the 2 parts hold blocks of sizes [" + std::to_string(3 * n / 2) + ", " + std::to_string(n) + "]";
+  const std::string sizes = "along result dim 0 the 2 parts hold blocks of sizes [" + std::to_string(3 * n / 2) + ", " +
+                            std::to_string(n) + "]";
   DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, all_gather(a, "x", 0, tiled),
                             "all_gather: the per-device results cannot form one array sharded PartitionSpec('y', None)",
                             sizes.c_str());
@@ -114,8 +116,8 @@ TEST_CASE("uneven blocks whose results cannot tile the result array") {
 
 TEST_CASE("host collectives and axis_index reject bad roots and devices") {
   const int p = process_count();
-  const std::string range = "root process " + std::to_string(p) + " is out of range; the job has " +
-                            std::to_string(p) + " processes";
+  const std::string range =
+      "root process " + std::to_string(p) + " is out of range; the job has " + std::to_string(p) + " processes";
   DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, broadcast_from_root(std::vector<int>{1}, p), range.c_str());
   int x = 0;
   DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, broadcast_from_root(&x, 1, -1), "root process -1 is out of range");

@@ -117,7 +117,8 @@ TEST_CASE("a mesh over some processes only: the others take part with nothing to
   const auto s = psum(a, "x");
   const auto p = ppermute(a, "x", {{0, static_cast<int>(n - 1)}});
   const auto g = all_gather(a, "x", 0, tiled);
-  bool ok = s.addressable_shards().size() == (process_index() == 0 ? 0u : static_cast<std::size_t>(local_device_count()));
+  bool ok =
+      s.addressable_shards().size() == (process_index() == 0 ? 0u : static_cast<std::size_t>(local_device_count()));
   ok = ok && s.shape() == Shape{2} && g.shape() == Shape{2 * n} && p.shape() == Shape{2 * n};
   const auto whole = operand_block<double>(full_index({2 * n}), {2 * n}).data;
   for (const auto& sh : g.addressable_shards()) ok = ok && to_host(sh.data) == whole;

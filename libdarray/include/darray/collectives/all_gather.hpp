@@ -26,7 +26,8 @@ DistributedArray<T, N, M> all_gather(const DistributedArray<T, N, M>& a, const s
   const int x = detail::coll::resolve_axes(api, a.sharding().mesh(), {axis})[0];
   const int d = detail::coll::normalize_dim(api, "dim", dim, N);
   const auto plan = detail::coll::cached_plan(
-      detail::coll::PlanKey{static_cast<int>(detail::coll::CollectiveCode::all_gather), a.sharding(), a.shape(), {x, d}},
+      detail::coll::PlanKey{
+          static_cast<int>(detail::coll::CollectiveCode::all_gather), a.sharding(), a.shape(), {x, d}},
       [&] { return detail::coll::build_all_gather_plan(a.sharding(), a.shape(), x, d, /*stacked=*/false); });
   return detail::coll::execute_plan<N>(api, *plan, a, /*reduction=*/false, detail::coll::ReduceOp::sum);
 }
@@ -44,7 +45,8 @@ DistributedArray<T, N + 1, M> all_gather(const DistributedArray<T, N, M>& a, con
   const int x = detail::coll::resolve_axes(api, a.sharding().mesh(), {axis})[0];
   const int d = detail::coll::normalize_dim(api, "dim", dim, N + 1);
   const auto plan = detail::coll::cached_plan(
-      detail::coll::PlanKey{static_cast<int>(detail::coll::CollectiveCode::all_gather_stacked), a.sharding(), a.shape(), {x, d}},
+      detail::coll::PlanKey{
+          static_cast<int>(detail::coll::CollectiveCode::all_gather_stacked), a.sharding(), a.shape(), {x, d}},
       [&] { return detail::coll::build_all_gather_plan(a.sharding(), a.shape(), x, d, /*stacked=*/true); });
   return detail::coll::execute_plan<N + 1>(api, *plan, a, /*reduction=*/false, detail::coll::ReduceOp::sum);
 }

@@ -26,13 +26,15 @@ template <class T, int N, class M>
 DistributedArray<T, N, M> all_to_all(const DistributedArray<T, N, M>& a, const std::string& axis, int split_dim,
                                      int concat_dim, tiled_t = tiled) {
   constexpr const char* api = "all_to_all";
-  detail::coll::check_collective_call(api, a, "\"" + axis + "\", split_dim=" + std::to_string(split_dim) +
-                                            ", concat_dim=" + std::to_string(concat_dim));
+  detail::coll::check_collective_call(
+      api, a,
+      "\"" + axis + "\", split_dim=" + std::to_string(split_dim) + ", concat_dim=" + std::to_string(concat_dim));
   const int x = detail::coll::resolve_axes(api, a.sharding().mesh(), {axis})[0];
   const int s = detail::coll::normalize_dim(api, "split_dim", split_dim, N);
   const int c = detail::coll::normalize_dim(api, "concat_dim", concat_dim, N);
   const auto plan = detail::coll::cached_plan(
-      detail::coll::PlanKey{static_cast<int>(detail::coll::CollectiveCode::all_to_all), a.sharding(), a.shape(), {x, s, c}},
+      detail::coll::PlanKey{
+          static_cast<int>(detail::coll::CollectiveCode::all_to_all), a.sharding(), a.shape(), {x, s, c}},
       [&] { return detail::coll::build_all_to_all_plan(a.sharding(), a.shape(), x, s, c); });
   return detail::coll::execute_plan<N>(api, *plan, a, /*reduction=*/false, detail::coll::ReduceOp::sum);
 }

@@ -49,9 +49,9 @@ inline std::vector<int> resolve_axes(const char* api, const Mesh& mesh, const st
     DARRAY_THROW_IF(a < 0, InvalidArgument, api,
                     "mesh axis \"" << names[k] << "\" not found; mesh axes are " << quoted_list(mesh.axis_names()));
     for (std::size_t j = 0; j < k; ++j)
-      DARRAY_THROW_IF(names[j] == names[k], InvalidArgument, api,
-                      "mesh axis \"" << names[k] << "\" is named twice in " << quoted_list(names)
-                                     << "; expected distinct axes");
+      DARRAY_THROW_IF(
+          names[j] == names[k], InvalidArgument, api,
+          "mesh axis \"" << names[k] << "\" is named twice in " << quoted_list(names) << "; expected distinct axes");
     axes.push_back(a);
   }
   return axes;

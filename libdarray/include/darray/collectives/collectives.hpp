@@ -25,11 +25,11 @@
 // is collective over all processes of the job, those without devices in the mesh included.
 #pragma once
 
-#include "darray/collectives/axis.hpp"
-#include "darray/collectives/reductions.hpp"
-#include "darray/collectives/psum_scatter.hpp"
 #include "darray/collectives/all_gather.hpp"
 #include "darray/collectives/all_to_all.hpp"
-#include "darray/collectives/ppermute.hpp"
+#include "darray/collectives/axis.hpp"
 #include "darray/collectives/broadcast.hpp"
+#include "darray/collectives/ppermute.hpp"
+#include "darray/collectives/psum_scatter.hpp"
+#include "darray/collectives/reductions.hpp"
 #include "darray/collectives/sync.hpp"

@@ -33,9 +33,10 @@ DistributedArray<T, N, M> ppermute(const DistributedArray<T, N, M>& a, const std
     params.push_back(to);
     pairs.emplace_back(from, to);
   }
-  const auto plan = detail::coll::cached_plan(
-      detail::coll::PlanKey{static_cast<int>(detail::coll::CollectiveCode::ppermute), a.sharding(), a.shape(), std::move(params)},
-      [&] { return detail::coll::build_ppermute_plan(a.sharding(), a.shape(), x, pairs); });
+  const auto plan =
+      detail::coll::cached_plan(detail::coll::PlanKey{static_cast<int>(detail::coll::CollectiveCode::ppermute),
+                                                      a.sharding(), a.shape(), std::move(params)},
+                                [&] { return detail::coll::build_ppermute_plan(a.sharding(), a.shape(), x, pairs); });
   return detail::coll::execute_plan<N>(api, *plan, a, /*reduction=*/false, detail::coll::ReduceOp::sum);
 }
 

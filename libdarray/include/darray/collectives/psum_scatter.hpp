@@ -29,7 +29,8 @@ DistributedArray<T, N, M> psum_scatter(const DistributedArray<T, N, M>& a, const
   const std::vector<int> positions = detail::coll::resolve_axes(api, a.sharding().mesh(), {axis});
   const int d = detail::coll::normalize_dim(api, "dim", dim, N);
   const auto plan = detail::coll::cached_plan(
-      detail::coll::PlanKey{static_cast<int>(detail::coll::CollectiveCode::psum_scatter), a.sharding(), a.shape(), {positions[0], d}},
+      detail::coll::PlanKey{
+          static_cast<int>(detail::coll::CollectiveCode::psum_scatter), a.sharding(), a.shape(), {positions[0], d}},
       [&] { return detail::coll::build_reduce_plan(api, a.sharding(), a.shape(), positions, d); });
   return detail::coll::execute_plan<N>(api, *plan, a, /*reduction=*/true, detail::coll::ReduceOp::sum);
 }

@@ -43,7 +43,8 @@ class AxisGroups {
   int64_t group(int64_t pos) const {
     int64_t g = 0;
     for (int a = 0; a < m_mesh.ndim(); ++a)
-      if (!m_in_axes[static_cast<std::size_t>(a)]) g = g * m_mesh.shape()[static_cast<std::size_t>(a)] + m_mesh.coord(pos, a);
+      if (!m_in_axes[static_cast<std::size_t>(a)])
+        g = g * m_mesh.shape()[static_cast<std::size_t>(a)] + m_mesh.coord(pos, a);
     return g;
   }
   // Mesh position of member m of the group that holds position pos. O(number of axes).
@@ -69,9 +70,9 @@ class AxisGroups {
 // process derives the same components from the mesh alone; the collective's MPI (or NCCL) step runs on one
 // sub-communicator per component, so a process whose devices sit in several groups still needs one communicator.
 struct ProcessComponents {
-  std::vector<int> colors;              // per process of the job; empty when no group spans two processes
-  std::vector<int> group_component;     // per group id: the color of its component
-  int component_size = 1;               // processes in this process's component
+  std::vector<int> colors;           // per process of the job; empty when no group spans two processes
+  std::vector<int> group_component;  // per group id: the color of its component
+  int component_size = 1;            // processes in this process's component
 };
 
 inline ProcessComponents process_components(const AxisGroups& groups, int process_count, int me) {

@@ -52,8 +52,8 @@ inline int normalize_dim(const char* api, const char* what, int dim, int rank) {
                                               const std::string& why, const Shape& shape,
                                               const NamedSharding& sharding) {
   DARRAY_THROW(InvalidArgument, api,
-               "blocks along " << axes_phrase(mesh, axes) << " have unequal shapes: " << a << " holds "
-                               << shape_str(sa) << " but " << b << " holds " << shape_str(sb) << " ("
+               "blocks along " << axes_phrase(mesh, axes) << " have unequal shapes: " << a << " holds " << shape_str(sa)
+                               << " but " << b << " holds " << shape_str(sb) << " ("
                                << describe_operand(shape, sharding) << "); " << why
                                << ", so make each sharded dim a multiple of its number of parts");
 }
@@ -82,7 +82,8 @@ inline GroupShapes group_shapes(const char* api, const AxisGroups& groups, const
       continue;
     }
     bool equal = true;
-    for (std::size_t d = 0; d < b.size(); ++d) equal = equal && (static_cast<int>(d) == free_dim || b[d] == gs.shape[g][d]);
+    for (std::size_t d = 0; d < b.size(); ++d)
+      equal = equal && (static_cast<int>(d) == free_dim || b[d] == gs.shape[g][d]);
     if (!equal)
       throw_unequal_blocks(api, groups.mesh(), groups.axes(), groups.device(gs.first[g]), gs.shape[g],
                            groups.device(pos), b, why, shape, s);

@@ -18,7 +18,16 @@ namespace darray {
 namespace detail {
 namespace coll {
 
-enum class CollectiveCode : int { psum = 1, pmax, pmin, psum_scatter, all_gather, all_gather_stacked, all_to_all, ppermute };
+enum class CollectiveCode : int {
+  psum = 1,
+  pmax,
+  pmin,
+  psum_scatter,
+  all_gather,
+  all_gather_stacked,
+  all_to_all,
+  ppermute
+};
 
 // Collective over all processes when DARRAY_CHECK is on, nothing otherwise. args: the call's arguments as text.
 template <class T, int N, class M>
@@ -28,12 +37,11 @@ void check_collective_call(const char* api, const DistributedArray<T, N, M>& a, 
                                      " dtype " + dtype_name<T>());
 }
 
-inline std::string names_text(const std::vector<std::string>& names) { return quoted_list(names); }
-
 inline std::string perm_text(const std::vector<std::pair<int, int>>& perm) {
   std::ostringstream os;
   os << "[";
-  for (std::size_t k = 0; k < perm.size(); ++k) os << (k ? ", " : "") << "(" << perm[k].first << ", " << perm[k].second << ")";
+  for (std::size_t k = 0; k < perm.size(); ++k)
+    os << (k ? ", " : "") << "(" << perm[k].first << ", " << perm[k].second << ")";
   return os.str() + "]";
 }
 

@@ -19,7 +19,9 @@ namespace coll {
 
 enum class ReduceOp { sum, max, min };
 
-inline const char* to_string(ReduceOp op) { return op == ReduceOp::sum ? "psum" : op == ReduceOp::max ? "pmax" : "pmin"; }
+inline const char* to_string(ReduceOp op) {
+  return op == ReduceOp::sum ? "psum" : op == ReduceOp::max ? "pmax" : "pmin";
+}
 
 // The real type MPI and NCCL see, and how many of them make one element.
 template <class T>
@@ -52,7 +54,9 @@ MPI_Datatype mpi_reduce_datatype() {
   return mpi_datatype<typename ReduceScalar<T>::type>();
 }
 
-inline MPI_Op mpi_reduce_op(ReduceOp op) { return op == ReduceOp::sum ? MPI_SUM : op == ReduceOp::max ? MPI_MAX : MPI_MIN; }
+inline MPI_Op mpi_reduce_op(ReduceOp op) {
+  return op == ReduceOp::sum ? MPI_SUM : op == ReduceOp::max ? MPI_MAX : MPI_MIN;
+}
 
 template <class T, class Exec>
 void fill_kernel(const Exec& space, T* dst, int64_t n, T value) {

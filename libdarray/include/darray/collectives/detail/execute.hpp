@@ -90,10 +90,8 @@ Kokkos::View<T*, M> reduce_slots(const Exec& space, const CollectivePlan& plan, 
 #endif
   const MPI_Comm comm = dynamic_cast<MpiTransport&>(t).comm();
   const std::size_t count = static_cast<std::size_t>(plan.slot_elements) * ReduceScalar<T>::lanes;
-  byte_count(plan.slot_elements, sizeof(T), to_string(op));  // rejects a corrupt size before MPI sees it
-  on_host(slots, true, [&](T* data) {
-    allreduce(comm, MPI_IN_PLACE, data, count, mpi_reduce_datatype<T>(), mpi_reduce_op(op));
-  });
+  on_host(slots, true,
+          [&](T* data) { allreduce(comm, MPI_IN_PLACE, data, count, mpi_reduce_datatype<T>(), mpi_reduce_op(op)); });
   return slots;
 }
 
@@ -130,9 +128,8 @@ Kokkos::View<T*, M> exchange_pieces(const char* api, const Exec& space, const Co
     t.exchange(xplan, reinterpret_cast<const std::byte*>(send.data()), reinterpret_cast<std::byte*>(recv.data()));
   } else {
     on_host(send, false, [&](T* s) {
-      on_host(recv, true, [&](T* r) {
-        t.exchange(xplan, reinterpret_cast<const std::byte*>(s), reinterpret_cast<std::byte*>(r));
-      });
+      on_host(recv, true,
+              [&](T* r) { t.exchange(xplan, reinterpret_cast<const std::byte*>(s), reinterpret_cast<std::byte*>(r)); });
     });
   }
   return recv;
@@ -163,11 +160,13 @@ DistributedArray<T, R, M> execute_plan(const char* api, const CollectivePlan& pl
     received = exchange_pieces<T, M>(api, space, plan, shard);
 
   for (const Copy& c : plan.copies) {
-    const T* src = c.from == CopySource::shard      ? shard.at(c.source)
-                   : c.from == CopySource::received ? received.data() + plan.recvs[static_cast<std::size_t>(c.source)].offset
-                                                    : slots.data() + plan.slots[static_cast<std::size_t>(c.source)].offset;
+    const T* src = c.from == CopySource::shard ? shard.at(c.source)
+                   : c.from == CopySource::received
+                       ? received.data() + plan.recvs[static_cast<std::size_t>(c.source)].offset
+                       : slots.data() + plan.slots[static_cast<std::size_t>(c.source)].offset;
     auto& dst = out[c.target];
-    copy_region<T, M>(space, src, c.src_shape, c.src_start, dst.data.data(), box_shape(dst.index), c.dst_start, c.extent);
+    copy_region<T, M>(space, src, c.src_shape, c.src_start, dst.data.data(), box_shape(dst.index), c.dst_start,
+                      c.extent);
   }
   space.fence();
   return DistributedArray<T, R, M>(AdoptShards{}, plan.out_shape, plan.out_sharding, std::move(out));

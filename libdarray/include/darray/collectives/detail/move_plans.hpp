@@ -108,7 +108,8 @@ class MovePlanner {
     }
     m_plan.recvs = std::move(sorted);
     for (Copy& c : m_plan.copies)
-      if (c.from == CopySource::received) c.source = static_cast<int64_t>(new_index[static_cast<std::size_t>(c.source)]);
+      if (c.from == CopySource::received)
+        c.source = static_cast<int64_t>(new_index[static_cast<std::size_t>(c.source)]);
     std::sort(m_plan.sends.begin(), m_plan.sends.end());
     m_plan.recv_elements = assign_piece_offsets(m_plan.recvs);
     m_plan.send_elements = assign_piece_offsets(m_plan.sends);
@@ -136,10 +137,10 @@ inline CollectivePlan build_all_gather_plan(const NamedSharding& s, const Shape&
   const int64_t n = groups.group_size();
   const auto d = static_cast<std::size_t>(dim);
   const std::size_t rank = shape.size(), out_rank = rank + (stacked ? 1 : 0);
-  const GroupShapes gs =
-      group_shapes(api, groups, s, shape, stacked ? -1 : dim,
-                   stacked ? "stacking needs equal blocks" : "concatenating along dim " + std::to_string(dim) +
-                                                                 " needs blocks equal in every other dim");
+  const GroupShapes gs = group_shapes(
+      api, groups, s, shape, stacked ? -1 : dim,
+      stacked ? "stacking needs equal blocks"
+              : "concatenating along dim " + std::to_string(dim) + " needs blocks equal in every other dim");
   const std::string name = mesh.axis_names()[static_cast<std::size_t>(axis)];
   auto entries = spec_entries(s, rank);
   remove_axes(entries, {name});
@@ -259,8 +260,8 @@ inline CollectivePlan build_ppermute_plan(const NamedSharding& s, const Shape& s
   for (std::size_t k = 0; k < perm.size(); ++k) {
     const auto [from, to] = perm[k];
     DARRAY_THROW_IF(from < 0 || from >= n || to < 0 || to >= n, InvalidArgument, api,
-                    "perm pair " << k << " is (" << from << ", " << to << ") but mesh axis \"" << name
-                                 << "\" has size " << n << "; expected axis indices 0 .. " << n - 1);
+                    "perm pair " << k << " is (" << from << ", " << to << ") but mesh axis \"" << name << "\" has size "
+                                 << n << "; expected axis indices 0 .. " << n - 1);
     const auto f = static_cast<std::size_t>(from), t = static_cast<std::size_t>(to);
     DARRAY_THROW_IF(dst_of[f] >= 0, InvalidArgument, api,
                     "source " << from << " appears in perm pairs " << pair_of_src[f] << " and " << k
@@ -279,8 +280,8 @@ inline CollectivePlan build_ppermute_plan(const NamedSharding& s, const Shape& s
     const Device& b = groups.device(groups.member_position(pos, to));
     const Shape sa = box_shape(s.index(shape, a)), sb = box_shape(s.index(shape, b));
     if (sa != sb)
-      throw_unequal_blocks(api, mesh, {axis}, a, sa, b, sb, "ppermute moves a whole block into a block of the same shape",
-                           shape, s);
+      throw_unequal_blocks(api, mesh, {axis}, a, sa, b, sb,
+                           "ppermute moves a whole block into a block of the same shape", shape, s);
   }
   bool sharded = false;
   for (const auto& entry : s.spec().entries())

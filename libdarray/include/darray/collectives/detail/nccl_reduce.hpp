@@ -39,11 +39,16 @@ template <class T>
 ncclDataType_t nccl_reduce_datatype() {
   using S = typename ReduceScalar<T>::type;
   static_assert(nccl_reducible<T>(), "no NCCL datatype for this element type");
-  if constexpr (std::is_same<S, float>::value) return ncclFloat32;
-  else if constexpr (std::is_same<S, double>::value) return ncclFloat64;
-  else if constexpr (sizeof(S) == 1) return std::is_signed<S>::value ? ncclInt8 : ncclUint8;
-  else if constexpr (sizeof(S) == 4) return std::is_signed<S>::value ? ncclInt32 : ncclUint32;
-  else return std::is_signed<S>::value ? ncclInt64 : ncclUint64;
+  if constexpr (std::is_same<S, float>::value)
+    return ncclFloat32;
+  else if constexpr (std::is_same<S, double>::value)
+    return ncclFloat64;
+  else if constexpr (sizeof(S) == 1)
+    return std::is_signed<S>::value ? ncclInt8 : ncclUint8;
+  else if constexpr (sizeof(S) == 4)
+    return std::is_signed<S>::value ? ncclInt32 : ncclUint32;
+  else
+    return std::is_signed<S>::value ? ncclInt64 : ncclUint64;
 }
 
 inline ncclRedOp_t nccl_reduce_op(ReduceOp op) {

@@ -67,13 +67,14 @@ struct Piece {
 // devices in the group contributes the reduction's identity.
 struct Slot {
   int64_t group = 0;
-  Shape shape;                // the group's block shape
-  int64_t offset = 0;         // elements into the slot buffer
-  std::vector<int> members;   // device ids of this process's devices in the group, combined locally first
+  Shape shape;               // the group's block shape
+  int64_t offset = 0;        // elements into the slot buffer
+  std::vector<int> members;  // device ids of this process's devices in the group, combined locally first
 };
 
 struct CollectivePlan {
-  CollectivePlan(NamedSharding sharding, Shape shape) : out_sharding(std::move(sharding)), out_shape(std::move(shape)) {}
+  CollectivePlan(NamedSharding sharding, Shape shape)
+      : out_sharding(std::move(sharding)), out_shape(std::move(shape)) {}
 
   NamedSharding out_sharding;
   Shape out_shape;

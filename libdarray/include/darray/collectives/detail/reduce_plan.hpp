@@ -33,7 +33,8 @@ inline CollectivePlan build_reduce_plan(const char* api, const NamedSharding& s,
   const auto rank = shape.size();
 
   // Every device of a group must hold a block of the same shape: the reduction is element-wise.
-  const GroupShapes gs = group_shapes(api, groups, s, shape, -1, std::string(api) + " combines blocks element by element");
+  const GroupShapes gs =
+      group_shapes(api, groups, s, shape, -1, std::string(api) + " combines blocks element by element");
   const std::vector<Shape>& group_shape = gs.shape;
   const auto d = static_cast<std::size_t>(scatter_dim);
   if (scatter_dim >= 0) check_chunks(api, groups, gs, scatter_dim, "dim", shape, s);

@@ -11,8 +11,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "darray/collectives/detail/block_checks.hpp"
 #include "darray/collectives/detail/axis_groups.hpp"
+#include "darray/collectives/detail/block_checks.hpp"
 #include "darray/collectives/detail/plan.hpp"
 #include "darray/core/error.hpp"
 #include "darray/core/index.hpp"
@@ -53,11 +53,13 @@ Shape derive_result_shape(const char* api, const NamedSharding& out, std::size_t
                           const Shape& operand_shape, const NamedSharding& operand) {
   const Mesh& mesh = out.mesh();
   std::vector<std::vector<int64_t>> sizes(rank);
-  for (std::size_t d = 0; d < rank; ++d) sizes[d].assign(static_cast<std::size_t>(out.num_parts(static_cast<int>(d))), -1);
+  for (std::size_t d = 0; d < rank; ++d)
+    sizes[d].assign(static_cast<std::size_t>(out.num_parts(static_cast<int>(d))), -1);
   auto fail = [&](std::size_t d, const std::string& detail_text) {
     DARRAY_THROW(InvalidArgument, api,
-                 "the per-device results cannot form one array sharded " << out.spec() << ": along result dim " << d
-                     << " " << detail_text << " (" << describe_operand(operand_shape, operand)
+                 "the per-device results cannot form one array sharded "
+                     << out.spec() << ": along result dim " << d << " " << detail_text << " ("
+                     << describe_operand(operand_shape, operand)
                      << "); this comes from uneven blocks, so make each sharded dim a multiple of its number of parts");
   };
   for (int64_t pos = 0; pos < mesh.size(); ++pos) {
