@@ -135,6 +135,7 @@ class HaloExchange {
                                       << " sharded as " << m_plan.sharding());
     auto out = allocate();
     Exec space;
+    space.fence();  // kernels may still be writing a
     for (std::size_t i = 0; i < out.size(); ++i) {
       const Index region = interior_region(out[i]);
       darray::detail::copy_box_any<T, M>(a.addressable_shards()[i].data.data(), region, out[i].data.data(),
@@ -210,6 +211,7 @@ class HaloExchange {
     const auto devs = darray::detail::process_device_blocks(m_plan.sharding(), m_plan.shape(), process_index());
     auto out = darray::detail::allocate_shards<T, N, M>(devs, /*initialize=*/false);
     Exec space;
+    space.fence();  // kernels may still be writing the padded blocks
     for (std::size_t i = 0; i < out.size(); ++i) {
       const Index region = interior_region(shards[i]);
       darray::detail::copy_box_any<T, M>(shards[i].data.data(), full_index(box_shape(shards[i].padded_index)),

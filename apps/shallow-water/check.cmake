@@ -1,0 +1,50 @@
+# Runs shallow-water at several (process count, host device count) layouts and checks that every run succeeds,
+# prints the same checksum (bit-for-bit identical final state), conserves mass to round-off (|relative change| <
+# 1e-12) and writes a PPM image. Arguments ("|"-separated lists, since add_test would split ";" lists):
+#   -DMPIEXEC=<mpiexec> -DMPIEXEC_FLAGS=<a|b> -DAPP=<shallow-water> -DLAYOUTS=<np:hd|np:hd|...> -DARGS=<a|b>
+#   -DWORKDIR=<dir for the images>
+string(REPLACE "|" ";" flags "${MPIEXEC_FLAGS}")
+string(REPLACE "|" ";" layouts "${LAYOUTS}")
+string(REPLACE "|" ";" args "${ARGS}")
+set(reference "")
+foreach(layout IN LISTS layouts)
+  string(REPLACE ":" ";" pair "${layout}")
+  list(GET pair 0 np)
+  list(GET pair 1 hd)
+  set(image "${WORKDIR}/shallow-water-np${np}-hd${hd}.ppm")
+  file(REMOVE "${image}")
+  execute_process(
+    COMMAND ${CMAKE_COMMAND} -E env DARRAY_HOST_DEVICE_COUNT=${hd} ${MPIEXEC} ${flags} -n ${np} ${APP} ${args}
+            --image ${image}
+    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  message("----- ${np} processes x ${hd} host devices -----\n${out}")
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "shallow-water failed at ${np} processes x ${hd} devices (exit ${rc}):\n${err}")
+  endif()
+  if(NOT out MATCHES "checksum: (0x[0-9a-f]+)")
+    message(FATAL_ERROR "no checksum in the output at ${np} x ${hd}")
+  endif()
+  set(checksum "${CMAKE_MATCH_1}")
+  if(NOT out MATCHES "relative change ([-+0-9.e]+)")
+    message(FATAL_ERROR "no mass change in the output at ${np} x ${hd}")
+  endif()
+  string(REGEX REPLACE "^-" "" change "${CMAKE_MATCH_1}")
+  if(NOT change LESS 1e-12)
+    message(FATAL_ERROR "mass not conserved at ${np} x ${hd}: relative change ${CMAKE_MATCH_1}")
+  endif()
+  if(NOT EXISTS "${image}")
+    message(FATAL_ERROR "no image written at ${np} x ${hd}")
+  endif()
+  file(READ "${image}" magic LIMIT 2 HEX)
+  if(NOT magic STREQUAL "5036")  # "P6"
+    message(FATAL_ERROR "${image} is not a binary PPM (starts with bytes ${magic})")
+  endif()
+  if(reference STREQUAL "")
+    set(reference "${checksum}")
+    set(reference_layout "${np} x ${hd}")
+  elseif(NOT checksum STREQUAL reference)
+    message(FATAL_ERROR "final state differs: checksum ${checksum} at ${np} processes x ${hd} devices, ${reference} "
+                        "at ${reference_layout}")
+  endif()
+endforeach()
+message("all layouts: checksum ${reference}, mass conserved")
