@@ -279,3 +279,21 @@ TEST_CASE("save_npy failures are IoErrors naming the path and MPI's message, ali
   const std::string err = check_file_bytes<double>(dir.file("fine.npy"), {10});
   REQUIRE(all_ok(err.empty()));
 }
+
+// Runs only in test_io_npy_check (DARRAY_CHECK=1, several processes): divergent calls are reported, not hung on.
+TEST_CASE("DARRAY_CHECK reports processes that call save/load/read_npy_header differently", "[.check]") {
+  REQUIRE(consistency_checks_enabled());
+  REQUIRE(process_count() > 1);
+  TempDir dir;
+  const NamedSharding s(make_mesh({device_count()}, {"x"}), P{"x"});
+  const auto a = darray::testing::make_test_array<double, 1>({10}, s);
+  const std::string own = dir.file("p" + std::to_string(process_index()) + ".npy");
+  REQUIRE_SAME_ERROR(InvalidArgument, io::save_npy(own, a), "processes disagree", "process 0 runs \"io::save_npy(",
+                     "p0.npy\", float64 array of shape (10,), NamedSharding(", "p1.npy");
+  const std::string path = dir.file("shared.npy");
+  io::save_npy(path, a);
+  const NamedSharding other(make_mesh({device_count()}, {"x"}), P{});
+  REQUIRE_SAME_ERROR(InvalidArgument, (io::load_npy<double, 1>(path, process_index() == 1 ? other : s)),
+                     "process 0 runs \"io::load_npy<float64, 1>(", "but process 1 runs");
+  REQUIRE_SAME_ERROR(InvalidArgument, io::read_npy_header(own), "io::read_npy_header(");
+}

@@ -18,6 +18,7 @@
 #include "darray/array/detail/checks.hpp"
 #include "darray/array/detail/view.hpp"
 #include "darray/array/distributed_array.hpp"
+#include "darray/comm/check.hpp"
 #include "darray/comm/limits.hpp"
 #include "darray/io/detail/file_pieces.hpp"
 #include "darray/io/detail/mpi_file.hpp"
@@ -93,6 +94,13 @@ class BlockTransfers {
   int64_t m_largest = 0;
 };
 
+// With DARRAY_CHECK=1, processes first compare the call (path, dtype, shape, sharding): MPI-IO needs the same file
+// name everywhere, and a divergent call would otherwise hang or mix two layouts in one file. A no-op otherwise.
+inline void check_io_call(const std::string& api, const std::string& path, const std::string& details) {
+  if (!consistency_checks_enabled()) return;
+  check_consistent(world_comm(), api + "(" + npy_where(path) + (details.empty() ? "" : ", " + details) + ")");
+}
+
 // Every process makes the same number of collective rounds: the largest piece count of any process.
 inline int agreed_rounds(std::size_t mine, MPI_Comm comm) {
   DARRAY_THROW_IF(mine > static_cast<std::size_t>(INT_MAX), NotSupported, "io",
@@ -115,6 +123,7 @@ struct NpyOptions {
 // What the .npy file at `path` holds: dtype string, shape, memory order, data offset. Collective: process 0 reads
 // the header and every process returns it, or throws the same IoError for a file that is not a valid .npy.
 inline NpyHeader read_npy_header(const std::string& path) {
+  detail::check_io_call("io::read_npy_header", path, "");
   return detail::read_npy_header_collective("io::read_npy_header", path, detail::world_comm()).header;
 }
 
@@ -126,6 +135,9 @@ template <class T, int N, class MemorySpace>
 void save_npy(const std::string& path, const DistributedArray<T, N, MemorySpace>& array,
               const NpyOptions& options = {}) {
   constexpr const char* api = "io::save_npy";
+  detail::check_io_call(
+      api, path,
+      dtype_name<T>() + " array of shape " + detail::shape_repr(array.shape()) + ", " + array.sharding().to_string());
   const MPI_Comm comm = detail::world_comm();
   const std::string header = detail::format_npy_header(detail::npy_descr<T>(), array.shape());
   detail::BlockTransfers<T, MemorySpace> blocks(/*writing=*/true, options.staged);
@@ -163,6 +175,8 @@ template <class T, int N, class MemorySpace = DefaultMemorySpace>
 DistributedArray<T, N, MemorySpace> load_npy(const std::string& path, const NamedSharding& sharding,
                                              const NpyOptions& options = {}) {
   constexpr const char* api = "io::load_npy";
+  detail::check_io_call(std::string(api) + "<" + dtype_name<T>() + ", " + std::to_string(N) + ">", path,
+                        sharding.to_string());
   const MPI_Comm comm = detail::world_comm();
   const detail::NpyFileInfo info = detail::read_npy_header_collective(api, path, comm);
   detail::check_npy_matches<T, N>(info.header, api, path);
