@@ -4,10 +4,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <type_traits>
 #include <vector>
 
 #include "darray/array/detail/checks.hpp"
+#include "darray/array/dtype.hpp"
+#include "darray/comm/check.hpp"
 #include "darray/comm/chunked_collectives.hpp"
 #include "darray/comm/limits.hpp"
 #include "darray/runtime/detail/mpi.hpp"
@@ -15,23 +18,35 @@
 #include "darray/runtime/environment.hpp"
 
 namespace darray {
+namespace detail {
+namespace coll {
 
-// Every process gets root's vector; the others' host_data is ignored (pass an empty one). Collective.
+// DARRAY_CHECK=1: all processes must broadcast from the same root with the same element type (and count, when the
+// receivers give one), or every process fails instead of some matching the wrong broadcast.
 template <class T>
-std::vector<T> broadcast_from_root(const std::vector<T>& host_data, int root) {
+void check_broadcast_call(int root, const std::string& count) {
+  if (consistency_checks_enabled())
+    check_consistent(world_comm(), "broadcast_from_root(root=" + std::to_string(root) + ", " + count + "element type " +
+                                       dtype_name<T>() + " of " + std::to_string(sizeof(T)) + " bytes)");
+}
+
+}  // namespace coll
+}  // namespace detail
+
+// Every process gets root's vector; the others' host_data is ignored (pass an empty one). Collective. Root may
+// std::move its data in to skip a copy.
+template <class T>
+std::vector<T> broadcast_from_root(std::vector<T> host_data, int root) {
   static_assert(std::is_trivially_copyable<T>::value, "broadcast_from_root sends elements as bytes");
   constexpr const char* api = "broadcast_from_root";
+  detail::coll::check_broadcast_call<T>(root, "");
   detail::check_root(api, root);
   const MPI_Comm comm = detail::world_comm();
   std::uint64_t count = process_index() == root ? host_data.size() : 0;
   DARRAY_MPI_CHECK(MPI_Bcast(&count, 1, MPI_UINT64_T, root, comm));
-  std::vector<T> out;
-  if (process_index() == root)
-    out = host_data;
-  else
-    out.resize(static_cast<std::size_t>(count));
-  bcast(comm, out.data(), byte_count(static_cast<int64_t>(count), sizeof(T), api), root);
-  return out;
+  if (process_index() != root) host_data.assign(static_cast<std::size_t>(count), T{});
+  bcast(comm, host_data.data(), byte_count(static_cast<int64_t>(count), sizeof(T), api), root);
+  return host_data;
 }
 
 // In place: count elements at data, the same count on every process; root's values overwrite everyone's.
@@ -39,6 +54,7 @@ template <class T>
 void broadcast_from_root(T* data, std::size_t count, int root) {
   static_assert(std::is_trivially_copyable<T>::value, "broadcast_from_root sends elements as bytes");
   constexpr const char* api = "broadcast_from_root";
+  detail::coll::check_broadcast_call<T>(root, std::to_string(count) + " elements, ");
   detail::check_root(api, root);
   bcast(detail::world_comm(), data, byte_count(static_cast<int64_t>(count), sizeof(T), api), root);
 }
