@@ -280,6 +280,27 @@ TEST_CASE("forward(in, out) / backward(in, out) into kept arrays, in place too",
     }
 }
 
+TEST_CASE("strided dims longer than one tile (tiled passes with a partial last tile)", "[fft]") {
+  // Inner extents of 37 and 3 x 37 exceed the 16-column tiles of the strided passes, leaving partial tiles.
+  for (const Shape& shape : {Shape{5, 9, 37}, Shape{33, 3, 37}})
+    for (const Mesh& mesh : {make_mesh({device_count()}, {"x"}), make_mesh({1, device_count()}, {"r", "c"})}) {
+      const NamedSharding sharding(mesh, mesh.ndim() == 1 ? P("x") : P(none, "c"));
+      INFO(sharding << " shape " << shape_to_string(shape));
+      const fft::Plan<double> plan(shape, sharding);
+      const auto x = fft_test::random_array<C>(shape, sharding, 41);
+      const auto gx = process_allgather(x);
+      const auto y = plan.forward(x);
+      REQUIRE(all_ok(relative_error(process_allgather(y), Serial<double>::c2c(gx, shape, FFTW_FORWARD)) < 1e-12));
+      REQUIRE(all_ok(relative_error(process_allgather(plan.backward(y)), gx) < 1e-12));
+      const fft::RealPlan<float> rplan(shape, sharding);
+      const auto xr = fft_test::random_array<float>(shape, sharding, 42);
+      const auto gxr = process_allgather(xr);
+      const auto yr = rplan.forward(xr);
+      REQUIRE(all_ok(relative_error(process_allgather(yr), Serial<float>::r2c(gxr, shape)) < 1e-5));
+      REQUIRE(all_ok(relative_error(process_allgather(rplan.backward(yr)), gxr) < 1e-5));
+    }
+}
+
 TEST_CASE("FFTW_MEASURE plans and unaligned shards give the same transform", "[fft]") {
   const Shape shape{6, 4, 5};
   const NamedSharding sharding = fft::auto_sharding(shape);

@@ -204,31 +204,33 @@ class PlanCore {
                          << " is sharded as " << expected << " (reshard it first, or build the plan for its sharding)");
   }
 
-  // The two work buffers, one block per local device, each large enough for the device's block at any stage.
-  void ensure_work() const {
-    if (!m_work[0].empty()) return;
-    for (auto& buffers : m_work)
+  // Work buffer k (0 or 1), one block per local device, each large enough for the device's block at any stage;
+  // allocated on first use, so a slab transform with the output in the input layout needs only buffer 0.
+  std::vector<void*> work(std::size_t k) const {
+    auto& buffers = m_work[k];
+    if (buffers.empty())
       for (const auto& boxes : m_boxes) {
         int64_t n = 0;
         for (const Index& b : boxes) n = std::max(n, volume(b));
         buffers.emplace_back(Kokkos::view_alloc("darray::fft work", Kokkos::WithoutInitializing),
                              static_cast<std::size_t>(n));
       }
-  }
-  std::vector<void*> work(int k) const {
     std::vector<void*> out;
-    for (const auto& v : m_work[static_cast<std::size_t>(k)]) out.push_back(static_cast<void*>(v.data()));
+    for (const auto& v : buffers) out.push_back(static_cast<void*>(v.data()));
     return out;
+  }
+  void transpose(const Transpose<complex_type, M>& t, const std::vector<void*>& src,
+                 const std::vector<void*>& dst) const {
+    std::vector<complex_type*> s, d;
+    for (void* p : src) s.push_back(static_cast<complex_type*>(p));
+    for (void* p : dst) d.push_back(static_cast<complex_type*>(p));
+    t.run(s, d, m_staging);
   }
   static Blocks<complex_type> blocks(const std::vector<void*>& ptrs, const AxisOrder& order) {
     Blocks<complex_type> b;
     for (void* p : ptrs) b.ptrs.push_back(static_cast<complex_type*>(p));
     b.order = order;
     return b;
-  }
-  void transpose(const Transpose<complex_type, M>& t, const std::vector<void*>& src,
-                 const std::vector<void*>& dst) const {
-    t.run(blocks(src, t.src_order()).ptrs, blocks(dst, t.dst_order()).ptrs);
   }
 
   LocalProblem problem(std::size_t s, Kind kind, bool forward, std::size_t device, bool in_place) const {
@@ -256,23 +258,26 @@ class PlanCore {
   }
 
   // Stage 0 from the input, then per stage a transpose and the local FFTs in place; the result ends in `out`.
+  // Stage 0 runs in `out` itself when the output keeps the input's sharding (its blocks are stage 0's).
   void forward_pipeline(Kind first, const std::vector<void*>& in, const std::vector<void*>& out) const {
     const std::size_t n = m_stages.size();
     if (n == 1) {
       fft(0, first, true, in, out);
       return;
     }
-    ensure_work();
-    std::vector<void*> cur = work(0), other = work(1);
+    int cur_index = transposed() ? 0 : -1;  // -1: `out`
+    std::vector<void*> cur = transposed() ? work(0) : out;
     fft(0, first, true, in, cur);
     for (std::size_t s = 1; s < n; ++s) {
       // The last stage of a transposed-output plan in row-major order lands in `out` without a final copy.
       const bool direct = s + 1 == n && transposed() && m_orders[s] == row_major_order;
-      const std::vector<void*>& target = direct ? out : other;
+      const int target_index = cur_index == 0 ? 1 : 0;
+      const std::vector<void*> target = direct ? out : work(static_cast<std::size_t>(target_index));
       transpose(*m_forward_t[s - 1], cur, target);
       fft(s, Kind::c2c, true, target, target);
       if (direct) return;
-      std::swap(cur, other);
+      cur = target;
+      cur_index = target_index;
     }
     if (transposed()) {
       std::vector<Index> boxes;
@@ -286,8 +291,7 @@ class PlanCore {
   // The forward pipeline run backwards; the caller's input is only read, the c2r input is a work buffer.
   void backward_pipeline(Kind last, const std::vector<void*>& in, const std::vector<void*>& out) const {
     const std::size_t n = m_stages.size();
-    ensure_work();
-    std::vector<void*> cur = work(0), other = work(1);
+    std::vector<void*> cur = work(0);
     if (n == 1) {
       if (last == Kind::c2c) {
         fft(0, Kind::c2c, false, in, out);
@@ -312,19 +316,23 @@ class PlanCore {
       transpose(*m_from_input, in, cur);
       fft(n - 1, Kind::c2c, false, cur, cur);
     }
+    std::size_t cur_index = 0;
     for (std::size_t s = n - 1; s >= 1; --s) {
       if (s == 1 && last == Kind::c2c) {  // stage 0 is row-major: transpose straight into `out`
         transpose(*m_backward_t[0], cur, out);
         fft(0, Kind::c2c, false, out, out);
         return;
       }
-      transpose(*m_backward_t[s - 1], cur, other);
+      const std::size_t target_index = 1 - cur_index;
+      const std::vector<void*> target = work(target_index);
+      transpose(*m_backward_t[s - 1], cur, target);
       if (s == 1) {
-        fft(0, Kind::c2r, false, other, out);
+        fft(0, Kind::c2r, false, target, out);
         return;
       }
-      fft(s - 1, Kind::c2c, false, other, other);
-      std::swap(cur, other);
+      fft(s - 1, Kind::c2c, false, target, target);
+      cur = target;
+      cur_index = target_index;
     }
   }
 
@@ -369,6 +377,7 @@ class PlanCore {
   std::unique_ptr<Transpose<complex_type, M>> m_to_input, m_from_input;  // OutputLayout::same only
   mutable LocalPlans<R, M> m_local;
   mutable std::vector<Kokkos::View<complex_type*, M>> m_work[2];
+  mutable Staging<complex_type, M> m_staging;
 };
 
 }  // namespace detail

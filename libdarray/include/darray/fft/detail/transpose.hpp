@@ -117,6 +117,28 @@ struct Blocks {
   AxisOrder order = row_major_order;
 };
 
+// Send and receive buffers, shared by all transposes of one FFT plan (they run one at a time); grown on demand.
+template <class T, class M>
+struct Staging {
+  Kokkos::View<T*, M> send, recv;
+  typename Kokkos::View<T*, M>::HostMirror send_host, recv_host;  // the same views when the host reaches M
+
+  void reserve(int64_t send_elements, int64_t recv_elements) {
+    if (static_cast<std::size_t>(send_elements) > send.extent(0)) {
+      send = Kokkos::View<T*, M>();  // free before allocating the larger one
+      send = Kokkos::View<T*, M>(Kokkos::view_alloc("darray::fft send", Kokkos::WithoutInitializing),
+                                 static_cast<std::size_t>(send_elements));
+      send_host = Kokkos::create_mirror_view(send);
+    }
+    if (static_cast<std::size_t>(recv_elements) > recv.extent(0)) {
+      recv = Kokkos::View<T*, M>();
+      recv = Kokkos::View<T*, M>(Kokkos::view_alloc("darray::fft recv", Kokkos::WithoutInitializing),
+                                 static_cast<std::size_t>(recv_elements));
+      recv_host = Kokkos::create_mirror_view(recv);
+    }
+  }
+};
+
 // Executes one ReshardPlan between Blocks of the plan's source and destination shardings. Collective over the
 // processes of the job (those without pieces take part in nothing but the group set-up).
 template <class T, class M>
@@ -132,23 +154,23 @@ class Transpose {
         m_src_box.push_back(p.src().index(p.shape(), d));
         m_dst_box.push_back(p.dst().index(p.shape(), d));
       }
-    int64_t send = 0, recv = 0;
-    for (const PeerPieces& peer : p.sends()) send += peer.elements;
-    for (const PeerPieces& peer : p.recvs()) recv += peer.elements;
-    m_send = Kokkos::View<T*, M>(Kokkos::view_alloc("darray::fft send", Kokkos::WithoutInitializing),
-                                 static_cast<std::size_t>(send));
-    m_recv = Kokkos::View<T*, M>(Kokkos::view_alloc("darray::fft recv", Kokkos::WithoutInitializing),
-                                 static_cast<std::size_t>(recv));
-    m_send_host = Kokkos::create_mirror_view(m_send);  // the same views when the host reaches M
-    m_recv_host = Kokkos::create_mirror_view(m_recv);
+    for (const PeerPieces& peer : p.sends()) m_send_elements += peer.elements;
+    for (const PeerPieces& peer : p.recvs()) m_recv_elements += peer.elements;
     m_colors = darray::detail::job_colors(p, process_count());
   }
 
   const AxisOrder& src_order() const { return m_src_order; }
   const AxisOrder& dst_order() const { return m_dst_order; }
+  int64_t send_elements() const { return m_send_elements; }
+  int64_t recv_elements() const { return m_recv_elements; }
 
-  void run(const std::vector<T*>& src, const std::vector<T*>& dst) const {
+  void run(const std::vector<T*>& src, const std::vector<T*>& dst, Staging<T, M>& staging) const {
     const ReshardPlan& p = *m_plan;
+    staging.reserve(m_send_elements, m_recv_elements);
+    T* const send = staging.send.data();
+    T* const recv = staging.recv.data();
+    T* const send_host = staging.send_host.data();
+    T* const recv_host = staging.recv_host.data();
     using Exec = typename M::execution_space;
     MPI_Comm comm = darray::detail::world_comm();
     const ProcessGroup* group = nullptr;
@@ -162,8 +184,8 @@ class Transpose {
     darray::detail::RequestSet requests;
     std::size_t at = 0;
     for (const PeerPieces& peer : p.recvs()) {
-      requests.post_recv(comm, reinterpret_cast<std::byte*>(m_recv_host.data() + at),
-                         byte_count(peer.elements, sizeof(T), api), peer_rank(peer.process), tag, 0, max_chunk, api);
+      requests.post_recv(comm, reinterpret_cast<std::byte*>(recv_host + at), byte_count(peer.elements, sizeof(T), api),
+                         peer_rank(peer.process), tag, 0, max_chunk, api);
       at += static_cast<std::size_t>(peer.elements);
     }
     // Pack each peer's pieces back to back in the plan's order (the order the receiver unpacks them in). On the
@@ -176,20 +198,21 @@ class Transpose {
         const int s = m_slot.at(piece.src.id);
         int64_t so = 0, to = 0;
         const CopyGeometry g = copy_geometry(m_src_box[s], m_src_order, piece.box, row_major_order, piece.box, so, to);
-        strided_copy<T, M>(src[static_cast<std::size_t>(s)] + so, m_send.data() + at, g);
+        strided_copy<T, M>(src[static_cast<std::size_t>(s)] + so, send + at, g);
         at += static_cast<std::size_t>(piece.elements());
       }
       if (host) {
-        requests.post_send(comm, reinterpret_cast<const std::byte*>(m_send_host.data() + begin),
+        requests.post_send(comm, reinterpret_cast<const std::byte*>(send_host + begin),
                            byte_count(peer.elements, sizeof(T), api), peer_rank(peer.process), tag, 0, max_chunk, api);
       }
     }
     if (!host && at > 0) {
       Exec().fence();
-      Kokkos::deep_copy(m_send_host, m_send);
+      const auto used = std::make_pair(std::size_t(0), at);
+      Kokkos::deep_copy(Kokkos::subview(staging.send_host, used), Kokkos::subview(staging.send, used));
       at = 0;
       for (const PeerPieces& peer : p.sends()) {
-        requests.post_send(comm, reinterpret_cast<const std::byte*>(m_send_host.data() + at),
+        requests.post_send(comm, reinterpret_cast<const std::byte*>(send_host + at),
                            byte_count(peer.elements, sizeof(T), api), peer_rank(peer.process), tag, 0, max_chunk, api);
         at += static_cast<std::size_t>(peer.elements);
       }
@@ -201,14 +224,17 @@ class Transpose {
       strided_copy<T, M>(src[static_cast<std::size_t>(s)] + so, dst[static_cast<std::size_t>(d)] + to, g);
     }
     requests.wait_all(api);
-    if (!p.recvs().empty() && !darray::detail::host_accessible_v<M>) Kokkos::deep_copy(m_recv, m_recv_host);
+    if (m_recv_elements > 0 && !darray::detail::host_accessible_v<M>) {
+      const auto used = std::make_pair(std::size_t(0), static_cast<std::size_t>(m_recv_elements));
+      Kokkos::deep_copy(Kokkos::subview(staging.recv, used), Kokkos::subview(staging.recv_host, used));
+    }
     at = 0;
     for (const PeerPieces& peer : p.recvs())
       for (const PlanPiece& piece : peer.pieces) {
         const int d = m_slot.at(piece.dst.id);
         int64_t so = 0, to = 0;
         const CopyGeometry g = copy_geometry(piece.box, row_major_order, m_dst_box[d], m_dst_order, piece.box, so, to);
-        strided_copy<T, M>(m_recv.data() + at, dst[static_cast<std::size_t>(d)] + to, g);
+        strided_copy<T, M>(recv + at, dst[static_cast<std::size_t>(d)] + to, g);
         at += static_cast<std::size_t>(piece.elements());
       }
     Exec().fence();
@@ -222,8 +248,7 @@ class Transpose {
   std::unordered_map<int, int> m_slot;  // device id -> position among this process's mesh devices
   std::vector<Index> m_src_box, m_dst_box;
   std::vector<int> m_colors;
-  Kokkos::View<T*, M> m_send, m_recv;
-  typename Kokkos::View<T*, M>::HostMirror m_send_host, m_recv_host;
+  int64_t m_send_elements = 0, m_recv_elements = 0;
 };
 
 // A local copy between two layouts of the same sharding (no communication): each device's block, reordered.
