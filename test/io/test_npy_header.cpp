@@ -208,6 +208,10 @@ TEST_CASE("malformed header dicts are IoErrors naming what is wrong") {
   std::string many_dims = "(";
   for (int d = 0; d < 65; ++d) many_dims += "1,";
   REQUIRE_BAD_HEADER(dict("'<f8'", "False", many_dims + ")"), "'shape' has 65 dims; at most 64");
+  std::string huge_tuple = "(";
+  for (int d = 0; d < 70000; ++d) huge_tuple += "1,";
+  REQUIRE_BAD_HEADER(with_version(2, "{'descr': '<f8', 'fortran_order': False, 'shape': " + huge_tuple + ")}"),
+                     "more than 65536 values");
   // Every message quotes the header itself, so the user sees what the file says.
   REQUIRE_BAD_HEADER(dict("'<f8'", "False", "(3, -4)"), "of the header {'descr': '<f8', 'fortran_order': False");
 }

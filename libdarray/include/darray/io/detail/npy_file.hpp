@@ -88,7 +88,7 @@ inline NpyFileInfo read_npy_header_here(const char* api, const std::string& path
   DARRAY_THROW_IF(pre.header_length > npy_max_header_bytes, IoError, api,
                   npy_where(path) << " is corrupt: its header length field says " << pre.header_length
                                   << " bytes; real headers are a few hundred bytes and this reader accepts at most "
-                                  << npy_max_header_bytes);
+                                  << npy_max_header_bytes << " bytes");
   DARRAY_THROW_IF(pre.header_start + pre.header_length > info.file_size, IoError, api,
                   npy_where(path) << " is truncated or corrupt: its header length field says " << pre.header_length
                                   << " bytes, but the file has only " << info.file_size - pre.header_start

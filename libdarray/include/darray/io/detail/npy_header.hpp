@@ -29,6 +29,9 @@ inline constexpr std::uint64_t npy_max_header_bytes = std::uint64_t(16) << 20;
 // numpy 2 allows 64 dims; nesting beyond a few levels never occurs in a header, and the cap bounds recursion.
 inline constexpr std::size_t npy_max_dims = 64;
 inline constexpr int npy_max_nesting = 32;
+// A real header holds about a dozen values; the cap keeps a hostile 16 MiB header of "1,1,1,..." from costing
+// hundreds of MiB of parsed values.
+inline constexpr std::size_t npy_max_values = 65536;
 // numpy leaves room after the dict so a header can be rewritten in place when the growth axis gets more digits.
 inline constexpr std::size_t npy_growth_axis_max_digits = 21;
 
@@ -179,6 +182,7 @@ class PyLiteralParser {
 
   PyValue parse_value(int depth) {
     if (depth > npy_max_nesting) fail("nesting deeper than " + std::to_string(npy_max_nesting) + " levels");
+    if (++m_values > npy_max_values) fail("more than " + std::to_string(npy_max_values) + " values");
     if (m_pos >= m_end) fail("expected a value but found the end of the header");
     const char c = *m_pos;
     if (c == '\'' || c == '"') return parse_string();
@@ -342,6 +346,7 @@ class PyLiteralParser {
   const char* m_end;
   const char* m_api;
   const std::string& m_path;
+  std::size_t m_values = 0;
 };
 
 inline std::string shape_repr(const Shape& shape) {
