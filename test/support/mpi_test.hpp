@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "darray/core/error.hpp"
 
@@ -51,7 +52,9 @@ std::string error_message(const std::function<void()>& fn) {
   do {                                                                                                          \
     const std::string darray_msg_ = ::darray::testing::error_message<ErrorType>([&] { (void)(expr); });          \
     bool darray_ok_ = !darray_msg_.empty();                                                                     \
-    for (const char* darray_frag_ : {__VA_ARGS__}) darray_ok_ = darray_ok_ && darray_msg_.find(darray_frag_) != std::string::npos; \
+    /* Copied into strings while the arguments' temporaries are still alive. */                              \
+    for (const std::string& darray_frag_ : std::vector<std::string>{__VA_ARGS__})                              \
+      darray_ok_ = darray_ok_ && darray_msg_.find(darray_frag_) != std::string::npos;                           \
     INFO("message: " << darray_msg_);                                                                          \
     REQUIRE(::darray::testing::all_ok(darray_ok_));                                                             \
   } while (false)

@@ -159,7 +159,8 @@ void execute_staged(const ReshardPlan& plan, const DistributedArray<T, N, M>& in
   const auto src_of = shards_by_device(in.addressable_shards());
   const auto dst_of = shards_by_device(out);
   Exec space;
-  Transport* transport_ptr = &transport();
+  // NCCL moves device memory only; host-reachable arrays (tests of this path, CPU builds) go through MPI.
+  Transport* transport_ptr = &transport(host_accessible_v<M> ? Backend::mpi : parse_backend("darray::backend()", backend()));
   const std::vector<int> colors = job_colors(plan, process_count());
   std::vector<int> group_ranks;
   if (!colors.empty()) {
