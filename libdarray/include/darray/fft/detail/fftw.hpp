@@ -1,6 +1,6 @@
-// The FFTW backend of the local FFTs: the contiguous dim by a guru64 plan (any strides, sizes in 64 bits, so blocks
-// beyond 2^31 elements plan correctly; r2c/c2r too), every strided dim by a tiled pass; double through fftw_, float
-// through fftwf_. FFTW's planner is not thread-safe, so every planner call and plan destruction holds one mutex.
+// The FFTW backend of the local FFTs: guru64 plans (any strides, sizes in 64 bits, so blocks beyond 2^31 elements
+// plan correctly; r2c/c2r too), and tiled passes for strided dims too large for the cache; double through fftw_,
+// float through fftwf_. FFTW's planner is not thread-safe, so every planner call and plan destruction holds one mutex.
 #pragma once
 
 #if defined(DARRAY_HAS_FFTW)
@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <memory>
 #include <mutex>
 #include <utility>
@@ -264,8 +263,12 @@ class FftwTiledPass {
   typename Api::plan_type m_tail = nullptr;
 };
 
-// The FFTW plan of one LocalProblem. The innermost dim (contiguous) goes to one guru plan, r2c/c2r included; each
-// other transformed dim is a tiled pass. A problem whose only transformed dim is the innermost one is one guru plan.
+// A strided dim goes to a tiled pass when one group of its columns (the dim times everything inside it) spans more
+// than this; below it the data stays in L2 and FFTW's own plans are as fast (FFTW-MPI's 2-D planes of 128^2 are).
+inline constexpr std::size_t tiled_pass_min_bytes = std::size_t(512) << 10;
+
+// The FFTW plan of one LocalProblem: one guru plan for the innermost dim (r2c/c2r included) and every strided dim
+// that fits in cache, then a tiled pass per remaining strided dim.
 template <class R>
 class FftwPlan {
  public:
@@ -273,11 +276,19 @@ class FftwPlan {
     const int last = static_cast<int>(problem.in_block.size()) - 1;
     // The complex side's extents: what the tiled passes walk.
     const Shape& complex = problem.kind == Kind::r2c ? problem.out_block : problem.in_block;
-    std::vector<int> strided;
-    for (int d : problem.dims)
-      if (d != last && complex[static_cast<std::size_t>(d)] > 1) strided.push_back(d);
-    if (problem.transformed(last)) m_main = std::make_unique<FftwGuruPlan<R>>(problem, std::vector<int>{last}, measure);
-    for (int d : strided) m_passes.push_back(std::make_unique<FftwTiledPass<R>>(complex, d, problem.forward, measure));
+    std::vector<int> guru, tiled;
+    for (int d : problem.dims) {
+      std::size_t span = 2 * sizeof(R);
+      for (std::size_t k = static_cast<std::size_t>(d); k < complex.size(); ++k)
+        span *= static_cast<std::size_t>(complex[k]);
+      if (d != last && complex[static_cast<std::size_t>(d)] > 1 && span > tiled_pass_min_bytes)
+        tiled.push_back(d);
+      else
+        guru.push_back(d);
+    }
+    // r2c and c2r need their halved (innermost) dim in the guru plan; a c2c problem may be all tiled.
+    if (!guru.empty()) m_main = std::make_unique<FftwGuruPlan<R>>(problem, guru, measure);
+    for (int d : tiled) m_passes.push_back(std::make_unique<FftwTiledPass<R>>(complex, d, problem.forward, measure));
   }
 
   void execute(void* in, void* out) {
@@ -292,8 +303,6 @@ class FftwPlan {
           pass->execute(src, out);
           src = out;
         }
-        if (src == in && in != out)  // every transformed dim has length 1: the FFT is the identity
-          std::memcpy(out, in, static_cast<std::size_t>(volume(m_problem.in_block)) * 2 * sizeof(R));
         break;
       }
       case Kind::r2c:
