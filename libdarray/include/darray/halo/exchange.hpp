@@ -1,7 +1,6 @@
-// Halo exchange: every device holds its block inside a padded view, with the border cells of the neighbouring
-// blocks around it (corners included), as stencil codes need. HaloExchange is built once per (shape, sharding,
-// widths, boundaries) and refreshes the halos in place each time step: one phase per dim, each message going only
-// to a device within the halo width along that dim (no all-to-all), each phase carrying the halos of earlier dims.
+// Halo exchange: each device holds its block in a padded view with its neighbours' border cells around it, corners
+// included. HaloExchange is built once and refreshes the halos in place every time step, one phase per dim, each
+// message going only to a device within the halo width along that dim (no all-to-all).
 #pragma once
 
 #include <mpi.h>
@@ -20,6 +19,7 @@
 #include "darray/comm/detail/requests.hpp"
 #include "darray/comm/limits.hpp"
 #include "darray/core/error.hpp"
+#include "darray/halo/detail/kernels.hpp"
 #include "darray/halo/plan.hpp"
 #include "darray/redistribute/detail/box_kernels.hpp"
 #include "darray/runtime/detail/state.hpp"
@@ -38,35 +38,6 @@ struct PaddedShard {
   view_type data;
 };
 
-namespace detail {
-
-inline constexpr int halo_tag = 0x4841;
-
-// view(region) = value, region given in the view's own coordinates. A kernel, so it runs where the memory is.
-template <class T, class ExecSpace>
-void fill_box_kernel(const ExecSpace& space, T* data, const Shape& extents, const Index& region, const T& value) {
-  const int64_t n = volume(region);
-  if (n == 0) return;
-  const BoxGeometry g = box_geometry(full_index(extents), full_index(extents), region);
-  Kokkos::parallel_for(
-      "darray::halo::fill", Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<int64_t>>(space, 0, n),
-      KOKKOS_LAMBDA(const int64_t i) {
-        int64_t rest = i, t = g.dst_base;
-        for (int d = g.rank - 1; d >= 0; --d) {
-          t += (rest % g.extent[d]) * g.dst_stride[d];
-          rest /= g.extent[d];
-        }
-        data[t] = value;
-      });
-}
-
-template <class View, std::size_t... I>
-auto interior_impl(const View& v, const Index& index, const Index& padded, std::index_sequence<I...>) {
-  return Kokkos::subview(v, std::make_pair(index[I].start - padded[I].start, index[I].stop - padded[I].start)...);
-}
-
-}  // namespace detail
-
 // The block of a padded shard without its halo: a strided subview of shard.data.
 template <class T, int N, class M>
 auto interior(const PaddedShard<T, N, M>& shard) {
@@ -81,7 +52,9 @@ class HaloExchange {
   using shard_type = PaddedShard<T, N, M>;
 
   // widths[d] cells of halo on each side of dim d, boundaries[d] periodic or open; halo cells outside the domain
-  // along open dims hold `fill`. Not collective (planning needs no communication).
+  // along open dims hold `fill`. A width wider than a neighbour's block (uneven or empty blocks, thin slabs) is
+  // served correctly from the devices beyond it, several hops away along that dim; along a periodic dim the halo
+  // may even be wider than the dim (cells repeat). Not collective (planning needs no communication).
   HaloExchange(const Shape& shape, const NamedSharding& sharding, std::vector<int64_t> widths,
                std::vector<Boundary> boundaries, const T& fill = T{})
       : m_plan(shape, sharding, std::move(widths), std::move(boundaries), process_index()), m_fill(fill) {
