@@ -329,3 +329,22 @@ TEST_CASE("FFTW_MEASURE plans and unaligned shards give the same transform", "[f
 }
 
 }  // namespace
+
+// Run only by test_fft_check (DARRAY_CHECK=1): processes that call different transforms are told, instead of
+// computing silently different scalings.
+TEST_CASE("DARRAY_CHECK=1: a process running another transform is named on every process", "[.check]") {
+  REQUIRE(all_ok(consistency_checks_enabled()));
+  const Shape shape{4, 6, 5};
+  const NamedSharding sharding = fft::auto_sharding(shape);
+  fft::Options ortho;
+  ortho.normalization = fft::Normalization::ortho;
+  const fft::Plan<double> plain(shape, sharding), scaled(shape, sharding, ortho);
+  const auto x = fft_test::random_array<C>(shape, sharding, 51);
+  const fft::Plan<double>& mine = process_index() == process_count() - 1 ? scaled : plain;
+  if (process_count() > 1)
+    DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, mine.forward(x), "processes disagree", "norm ortho");
+  else
+    REQUIRE(all_ok(relative_error(process_allgather(mine.forward(x)),
+                                  fft_test::scaled(Serial<double>::c2c(process_allgather(x), shape, FFTW_FORWARD),
+                                                   1 / std::sqrt(120.0))) < 1e-12));
+}

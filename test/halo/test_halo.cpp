@@ -288,3 +288,17 @@ TEST_CASE("bad halo arguments throw the same error everywhere", "[halo]") {
 }
 
 }  // namespace
+
+// Run only by test_halo_check (DARRAY_CHECK=1): an exchange that differs on one process is reported everywhere.
+TEST_CASE("DARRAY_CHECK=1: a process exchanging another halo is named on every process", "[.check]") {
+  REQUIRE(all_ok(consistency_checks_enabled()));
+  const NamedSharding sharding(make_mesh({device_count()}, {"x"}), P("x"));
+  const HaloExchange<int64_t, 2> one({8, 4}, sharding, {1, 1}, Boundary::periodic);
+  const HaloExchange<int64_t, 2> two({8, 4}, sharding, {2, 1}, Boundary::periodic);
+  const auto& mine = process_index() == process_count() - 1 ? two : one;
+  auto padded = mine.allocate();
+  if (process_count() > 1)
+    DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, mine.exchange(padded), "processes disagree", "widths 2x1");
+  else
+    REQUIRE_NOTHROW(mine.exchange(padded));
+}

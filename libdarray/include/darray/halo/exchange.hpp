@@ -16,6 +16,7 @@
 #include "darray/array/detail/blocks.hpp"
 #include "darray/array/detail/view.hpp"
 #include "darray/array/distributed_array.hpp"
+#include "darray/comm/check.hpp"
 #include "darray/comm/detail/requests.hpp"
 #include "darray/comm/limits.hpp"
 #include "darray/core/error.hpp"
@@ -122,6 +123,11 @@ class HaloExchange {
   // are those allocate() or pad() returned. Collective over the processes of the job.
   void exchange(const std::vector<shard_type>& shards) const {
     check(shards);
+    if (consistency_checks_enabled())  // DARRAY_CHECK=1: every process runs the same exchange, or who diverged
+      check_consistent(darray::detail::world_comm(), "halo exchange shape " + shape_to_string(m_plan.shape()) +
+                                                         " sharding " + m_plan.sharding().to_string() + " widths " +
+                                                         shape_to_string(m_plan.widths()) + " dtype " +
+                                                         dtype_name<T>());
     Exec space;
     space.fence();  // kernels may still be writing the blocks
     for (const HaloFill& f : m_plan.fills()) {

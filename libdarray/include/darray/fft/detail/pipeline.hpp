@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <sstream>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "darray/array/detail/block_io.hpp"
 #include "darray/array/detail/blocks.hpp"
 #include "darray/array/distributed_array.hpp"
+#include "darray/comm/check.hpp"
 #include "darray/core/error.hpp"
 #include "darray/fft/detail/local.hpp"
 #include "darray/fft/detail/transpose.hpp"
@@ -135,6 +137,7 @@ class PlanCore {
   void forward_c2c(const complex_array& in, const complex_array& out) const {
     check(in, m_input, m_cshape, "forward", "input");
     check(out, output_sharding(), m_cshape, "forward", "output");
+    check_consistent_call("forward");
     forward_pipeline(Kind::c2c, pointers(in), pointers(out));
     scale(out, forward_factor());
   }
@@ -142,6 +145,7 @@ class PlanCore {
   void forward_r2c(const real_array& in, const complex_array& out) const {
     check(in, m_input, m_shape, "forward", "input");
     check(out, output_sharding(), m_cshape, "forward", "output");
+    check_consistent_call("forward");
     forward_pipeline(Kind::r2c, pointers(in), pointers(out));
     scale(out, forward_factor());
   }
@@ -149,6 +153,7 @@ class PlanCore {
   void backward_c2c(const complex_array& in, const complex_array& out) const {
     check(in, output_sharding(), m_cshape, "backward", "input");
     check(out, m_input, m_cshape, "backward", "output");
+    check_consistent_call("backward");
     backward_pipeline(Kind::c2c, pointers(in), pointers(out));
     scale(out, backward_factor());
   }
@@ -156,6 +161,7 @@ class PlanCore {
   void backward_c2r(const complex_array& in, const real_array& out) const {
     check(in, output_sharding(), m_cshape, "backward", "input");
     check(out, m_input, m_shape, "backward", "output");
+    check_consistent_call("backward");
     backward_pipeline(Kind::c2r, pointers(in), pointers(out));
     scale(out, backward_factor());
   }
@@ -191,6 +197,16 @@ class PlanCore {
       default:
         return R(1);
     }
+  }
+
+  // Under DARRAY_CHECK=1: every process is about to run the same transform (else report who diverged).
+  void check_consistent_call(const char* call) const {
+    if (!consistency_checks_enabled()) return;
+    std::ostringstream os;
+    os << m_api << "::" << call << " shape " << shape_to_string(m_shape) << " input " << m_input << " output "
+       << output_sharding() << " dtype " << dtype_name<R>() << " layout " << m_options.output << " norm "
+       << m_options.normalization;
+    check_consistent(darray::detail::world_comm(), os.str());
   }
 
   template <class T>
