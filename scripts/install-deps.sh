@@ -10,6 +10,7 @@ packages=(
   catch2 libcli11-dev                   # tests, command-line flags of apps and benchmarks
   libfftw3-dev libfftw3-mpi-dev         # CPU FFT, and FFTW-MPI as the benchmark baseline
   python3-numpy                         # .npy interoperability tests (Debian's /usr/bin/python3)
+  clang libclang-rt-14-dev              # libFuzzer target for the .npy header parser
   slurmctld slurmd slurm-client munge   # the real single-node Slurm launch test
   slurm-wlm-basic-plugins               # its mpi_pmix plugin (srun --mpi=pmix)
   libpmix-dev                           # PMIx for srun --mpi=pmix
