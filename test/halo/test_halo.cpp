@@ -153,7 +153,7 @@ TEST_CASE("random meshes, specs, shapes, widths and boundaries: every padded cel
   }
 }
 
-TEST_CASE("1-, 2- and 3-D meshes with every dim split, periodic and open, wide halos", "[halo]") {
+TEST_CASE("3-D meshes (n,1,1) and rotations under P(a, b, c), periodic and open, halos wider than blocks", "[halo]") {
   const int64_t n = device_count();
   const Shape shape{7, 6, 5};
   // A 3-D mesh (n, 1, 1) and its rotations split one dim into n parts; widths 3 exceed blocks of 1 or 2 cells.
