@@ -12,6 +12,7 @@
 #include "darray/halo/exchange.hpp"
 #include "darray/halo/plan.hpp"
 #include "mpi_test.hpp"
+#include "random_layouts.hpp"
 
 using namespace darray;
 using darray::testing::all_ok;
@@ -63,34 +64,6 @@ bool padded_ok(const std::vector<PaddedShard<int64_t, N>>& shards, const Shape& 
   return true;
 }
 
-PartitionSpec random_spec(std::mt19937_64& rng, const std::vector<std::string>& names, std::size_t rank) {
-  std::vector<PartitionSpec::Entry> entries(rank);
-  std::vector<std::string> order = names;
-  std::shuffle(order.begin(), order.end(), rng);
-  for (const auto& a : order) {
-    const std::size_t slot = rng() % (rank + 1);  // rank: the axis stays unused (replicas)
-    if (slot < rank) entries[slot].push_back(a);
-  }
-  return PartitionSpec(entries);
-}
-
-Mesh random_mesh(std::mt19937_64& rng, int axes) {
-  int64_t n = device_count();
-  std::vector<int64_t> shape;
-  for (int a = 0; a < axes - 1; ++a) {
-    std::vector<int64_t> divisors;
-    for (int64_t k = 1; k <= n; ++k)
-      if (n % k == 0) divisors.push_back(k);
-    const int64_t k = divisors[rng() % divisors.size()];
-    shape.push_back(k);
-    n /= k;
-  }
-  shape.push_back(n);
-  std::vector<std::string> names;
-  for (int a = 0; a < axes; ++a) names.push_back(std::string(1, static_cast<char>('p' + a)));
-  return make_mesh(shape, names);
-}
-
 template <int N>
 void random_case(std::mt19937_64& rng, int mesh_axes) {
   Shape shape(N);
@@ -102,8 +75,8 @@ void random_case(std::mt19937_64& rng, int mesh_axes) {
     if (shape[d] == 0) bc[d] = Boundary::open;
     widths[d] = static_cast<int64_t>(rng() % 4);  // up to 3: wider than most neighbours' blocks here
   }
-  const Mesh mesh = random_mesh(rng, mesh_axes);
-  const NamedSharding sharding(mesh, random_spec(rng, mesh.axis_names(), N));
+  const Mesh mesh = darray::testing::random_mesh(rng, devices(), mesh_axes, false, 'p');
+  const NamedSharding sharding(mesh, darray::testing::random_spec(rng, mesh.axis_names(), N));
   INFO(sharding << " shape " << shape_to_string(shape) << " widths " << shape_to_string(widths) << " boundary0 "
                 << bc[0]);
   const auto a = iota<int64_t, N>(shape, sharding);

@@ -9,8 +9,10 @@
 #include "darray/redistribute/plan.hpp"
 #include "darray/sharding/mesh.hpp"
 #include "darray/sharding/named_sharding.hpp"
+#include "random_layouts.hpp"
 
 using namespace darray;
+using darray::testing::random_mesh;
 
 namespace {
 
@@ -21,39 +23,6 @@ struct Layout {
 
 Layout make_layout(int processes, int per_process) {
   return {make_device_table(std::vector<int>(static_cast<std::size_t>(processes), per_process)), processes};
-}
-
-// A random spec over the mesh axes for an array of `rank` dims: each axis goes to a random dim or stays unused.
-PartitionSpec random_spec(std::mt19937_64& rng, const std::vector<std::string>& names, std::size_t rank) {
-  std::vector<PartitionSpec::Entry> entries(rank);
-  std::vector<std::string> order = names;
-  std::shuffle(order.begin(), order.end(), rng);
-  for (const auto& a : order) {
-    const std::size_t slot = rng() % (rank + 1);
-    if (slot < rank) entries[slot].push_back(a);
-  }
-  while (!entries.empty() && entries.back().empty() && rng() % 2) entries.pop_back();
-  return PartitionSpec(entries);
-}
-
-Mesh random_mesh(std::mt19937_64& rng, std::vector<Device> devices) {
-  // Factor the device count into 1-3 axes, in a random device order half the time.
-  int64_t n = static_cast<int64_t>(devices.size());
-  std::vector<int64_t> shape;
-  const int axes = 1 + static_cast<int>(rng() % 3);
-  for (int a = 0; a < axes - 1; ++a) {
-    std::vector<int64_t> divisors;
-    for (int64_t k = 1; k <= n; ++k)
-      if (n % k == 0) divisors.push_back(k);
-    const int64_t k = divisors[rng() % divisors.size()];
-    shape.push_back(k);
-    n /= k;
-  }
-  shape.push_back(n);
-  std::vector<std::string> names;
-  for (std::size_t a = 0; a < shape.size(); ++a) names.push_back(std::string(1, static_cast<char>('a' + a)));
-  if (rng() % 2) std::shuffle(devices.begin(), devices.end(), rng);
-  return Mesh(devices, shape, names);
 }
 
 // Checks all properties for one (src, dst, shape) over all processes. Returns a description of the first failure.
@@ -179,8 +148,8 @@ TEST_CASE("plan: randomized meshes, specs and shapes, uneven and empty blocks") 
     const std::size_t rank = 1 + rng() % 4;
     Shape shape(rank);
     for (auto& n : shape) n = static_cast<int64_t>(rng() % 9);  // 0..8: uneven, empty, smaller than parts
-    NamedSharding a(m1, random_spec(rng, m1.axis_names(), rank));
-    NamedSharding b(m2, random_spec(rng, m2.axis_names(), rank));
+    NamedSharding a(m1, darray::testing::random_spec(rng, m1.axis_names(), rank, true));
+    NamedSharding b(m2, darray::testing::random_spec(rng, m2.axis_names(), rank, true));
     const std::string err = check_plans(a, b, shape, processes);
     INFO("trial " << trial << ": " << a << " -> " << b << " shape " << shape_to_string(shape));
     REQUIRE(err.empty());

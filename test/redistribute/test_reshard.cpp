@@ -6,42 +6,13 @@
 
 #include "darray/darray.hpp"
 #include "mpi_test.hpp"
+#include "random_layouts.hpp"
 
 using namespace darray;
 using darray::testing::all_ok;
+using darray::testing::random_spec;
 
 namespace {
-
-PartitionSpec random_spec(std::mt19937_64& rng, const std::vector<std::string>& names, std::size_t rank) {
-  std::vector<PartitionSpec::Entry> entries(rank);
-  std::vector<std::string> order = names;
-  std::shuffle(order.begin(), order.end(), rng);
-  for (const auto& a : order) {
-    const std::size_t slot = rng() % (rank + 1);
-    if (slot < rank) entries[slot].push_back(a);
-  }
-  return PartitionSpec(entries);
-}
-
-Mesh random_mesh(std::mt19937_64& rng) {
-  std::vector<Device> devs = devices();
-  int64_t n = static_cast<int64_t>(devs.size());
-  std::vector<int64_t> shape;
-  const int axes = 1 + static_cast<int>(rng() % 3);
-  for (int a = 0; a < axes - 1; ++a) {
-    std::vector<int64_t> divisors;
-    for (int64_t k = 1; k <= n; ++k)
-      if (n % k == 0) divisors.push_back(k);
-    const int64_t k = divisors[rng() % divisors.size()];
-    shape.push_back(k);
-    n /= k;
-  }
-  shape.push_back(n);
-  std::vector<std::string> names;
-  for (std::size_t a = 0; a < shape.size(); ++a) names.push_back(std::string(1, static_cast<char>('p' + a)));
-  if (rng() % 2) std::shuffle(devs.begin(), devs.end(), rng);
-  return Mesh(devs, shape, names);
-}
 
 // Every element of every addressable shard equals its flat global index.
 template <class T, int N, class M>
@@ -69,11 +40,11 @@ template <class T, int N>
 void random_chain(std::mt19937_64& rng, int steps, const ReshardOptions& options) {
   Shape shape(N);
   for (auto& n : shape) n = static_cast<int64_t>(rng() % 11);
-  Mesh mesh = random_mesh(rng);
+  Mesh mesh = darray::testing::random_mesh(rng, devices(), 0, true, 'p');
   NamedSharding first(mesh, random_spec(rng, mesh.axis_names(), N));
   auto a = iota<T, N>(shape, first);
   for (int k = 0; k < steps; ++k) {
-    Mesh m = rng() % 2 ? random_mesh(rng) : mesh;
+    Mesh m = rng() % 2 ? darray::testing::random_mesh(rng, devices(), 0, true, 'p') : mesh;
     NamedSharding next(m, random_spec(rng, m.axis_names(), N));
     INFO("step " << k << ": " << a.sharding() << " -> " << next << " shape " << shape_to_string(shape));
     a = reshard(a, next, options);
