@@ -176,7 +176,8 @@ inline CollectivePlan build_all_gather_plan(const NamedSharding& s, const Shape&
       const Shape b = box_shape(planner.box_of(v));
       Shape at = origin;
       at[d] = stacked ? j : offset;
-      offset += b[d];
+      // Stacking may insert the new dim after the last one (d == rank): b has no entry d then, and needs none.
+      if (!stacked) offset += b[d];
       planner.need(t, v, viewed(b), origin, at, viewed(b), 0);
     }
   }
