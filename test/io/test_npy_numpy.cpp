@@ -16,7 +16,7 @@ using darray::testing::TempDir;
 
 namespace {
 
-std::string py_shape(const Shape& shape) { return detail::shape_repr(shape); }
+std::string py_shape(const Shape& shape) { return numpy_shape_string(shape); }
 
 // One file for numpy to check: written by save_npy, compared with the numpy-computed expectation.
 struct Written {

@@ -39,7 +39,7 @@ DistributedArray<T, N, MemorySpace> make_array_from_callback(const Shape& shape,
       const auto [ptr, count] = detail::host_span<T>(api, "the callback's result", data);
       DARRAY_THROW_IF(count != b.volume, InvalidArgument, api,
                       "the callback returned " << count << " elements for block " << b.index << " of shape "
-                                               << detail::shape_str(box_shape(b.index)) << "; expected " << b.volume
+                                               << numpy_shape_string(box_shape(b.index)) << "; expected " << b.volume
                                                << " (the block's elements in row-major order)");
       detail::copy_host_to_view<N>(ptr, shards[b.holders[0]].data);
       detail::fill_replicas(shards, b);

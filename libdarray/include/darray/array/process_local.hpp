@@ -52,14 +52,14 @@ DistributedArray<T, N, MemorySpace> make_array_from_process_local_data(const Nam
       Shape given(rank);
       for (int d = 0; d < rank; ++d) given[static_cast<std::size_t>(d)] = static_cast<int64_t>(local_data.extent(d));
       DARRAY_THROW_IF(given != local_shape, InvalidArgument, api,
-                      "local_data has shape " << detail::shape_str(given) << " but this process's devices hold the box "
-                                              << box << " of shape " << detail::shape_str(local_shape)
-                                              << " of the global shape " << detail::shape_str(global_shape));
+                      "local_data has shape " << numpy_shape_string(given) << " but this process's devices hold the box "
+                                              << box << " of shape " << numpy_shape_string(local_shape)
+                                              << " of the global shape " << numpy_shape_string(global_shape));
     }
     DARRAY_THROW_IF(count != volume(box), InvalidArgument, api,
                     "local_data has " << count << " elements but this process's devices hold the box " << box
-                                      << " of shape " << detail::shape_str(local_shape) << " (" << volume(box)
-                                      << " elements) of the global shape " << detail::shape_str(global_shape));
+                                      << " of shape " << numpy_shape_string(local_shape) << " (" << volume(box)
+                                      << " elements) of the global shape " << numpy_shape_string(global_shape));
     detail::StagingBuffer<T> staging;
     for (const detail::Block& b : blocks) {
       detail::copy_box_to_view<N>(ptr, box, b.index, shards[b.holders[0]].data, staging, api);

@@ -37,7 +37,7 @@ DistributedArray<T, N, MemorySpace> scatter_from_root(int root_process, const Ho
     const auto [ptr, count] = detail::host_span<T>(api, "host_data_on_root", host_data_on_root);
     DARRAY_THROW_IF(count != volume(shape), InvalidArgument, api,
                     "host_data_on_root on the root (process " << root_process << ") has " << count
-                                                              << " elements but the shape " << detail::shape_str(shape)
+                                                              << " elements but the shape " << numpy_shape_string(shape)
                                                               << " has " << volume(shape));
     source = ptr;
   });

@@ -41,6 +41,16 @@ inline std::string shape_to_string(const Shape& shape, const char* sep = "x") {
   return os.str();
 }
 
+// NumPy's spelling of a shape, as in .npy headers and error messages: "(1024, 128)", "(5,)", "()".
+inline std::string numpy_shape_string(const Shape& shape) {
+  std::ostringstream os;
+  os << "(";
+  for (std::size_t d = 0; d < shape.size(); ++d) os << (d ? ", " : "") << shape[d];
+  if (shape.size() == 1) os << ",";
+  os << ")";
+  return os.str();
+}
+
 inline std::string to_string(const Index& index) {
   std::ostringstream os;
   os << index;

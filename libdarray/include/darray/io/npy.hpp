@@ -49,7 +49,7 @@ void save_npy(const std::string& path, const DistributedArray<T, N, MemorySpace>
   constexpr const char* api = "io::save_npy";
   detail::check_io_call(
       api, path,
-      dtype_name<T>() + " array of shape " + detail::shape_repr(array.shape()) + ", " + array.sharding().to_string());
+      dtype_name<T>() + " array of shape " + numpy_shape_string(array.shape()) + ", " + array.sharding().to_string());
   const MPI_Comm comm = detail::world_comm();
   const std::string header = detail::format_npy_header(detail::npy_descr<T>(), array.shape());
   detail::BlockTransfers<T, MemorySpace> blocks(/*writing=*/true, options.staged);

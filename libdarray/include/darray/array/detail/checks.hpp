@@ -21,25 +21,15 @@
 namespace darray {
 namespace detail {
 
-// NumPy's spelling of a shape: "(1024, 128)", "(5,)", "()".
-inline std::string shape_str(const Shape& shape) {
-  std::ostringstream os;
-  os << "(";
-  for (std::size_t d = 0; d < shape.size(); ++d) os << (d ? ", " : "") << shape[d];
-  if (shape.size() == 1) os << ",";
-  os << ")";
-  return os.str();
-}
-
 // The global shape has rank N and no negative extent, the spec fits in N dims, and the mesh lives in this job.
 template <int N>
 void check_array_args(const char* api, const Shape& shape, const NamedSharding& sharding) {
   DARRAY_THROW_IF(shape.size() != static_cast<std::size_t>(N), InvalidArgument, api,
-                  "shape " << shape_str(shape) << " has rank " << shape.size() << " but the array has rank " << N
+                  "shape " << numpy_shape_string(shape) << " has rank " << shape.size() << " but the array has rank " << N
                            << "; expected " << N << " extents");
   for (std::size_t d = 0; d < shape.size(); ++d)
     DARRAY_THROW_IF(shape[d] < 0, InvalidArgument, api,
-                    "shape " << shape_str(shape) << " has negative extent " << shape[d] << " in dim " << d);
+                    "shape " << numpy_shape_string(shape) << " has negative extent " << shape[d] << " in dim " << d);
   DARRAY_THROW_IF(sharding.spec().size() > static_cast<std::size_t>(N), InvalidArgument, api,
                   "sharding spec " << sharding.spec() << " has " << sharding.spec().size()
                                    << " entries but the array has rank " << N
@@ -64,7 +54,7 @@ template <class T, int N>
 void check_collective(const char* api, const Shape& shape, const NamedSharding& sharding, int root = -1) {
   if (!consistency_checks_enabled()) return;
   std::ostringstream os;
-  os << api << "<" << dtype_name<T>() << ", " << N << ">(shape " << shape_str(shape) << ", " << sharding;
+  os << api << "<" << dtype_name<T>() << ", " << N << ">(shape " << numpy_shape_string(shape) << ", " << sharding;
   if (root >= 0) os << ", root " << root;
   os << ")";
   check_consistent(world_comm(), os.str());

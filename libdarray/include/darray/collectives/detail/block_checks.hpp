@@ -21,7 +21,7 @@ namespace coll {
 
 // "operand of shape (10,) sharded PartitionSpec('x') on Mesh('x': 4)": the context every collective error names.
 inline std::string describe_operand(const Shape& shape, const NamedSharding& sharding) {
-  return "operand of shape " + shape_str(shape) + " sharded " + sharding.spec().to_string() + " on " +
+  return "operand of shape " + numpy_shape_string(shape) + " sharded " + sharding.spec().to_string() + " on " +
          sharding.mesh().to_string();
 }
 
@@ -52,8 +52,8 @@ inline int normalize_dim(const char* api, const char* what, int dim, int rank) {
                                               const std::string& why, const Shape& shape,
                                               const NamedSharding& sharding) {
   DARRAY_THROW(InvalidArgument, api,
-               "blocks along " << axes_phrase(mesh, axes) << " have unequal shapes: " << a << " holds " << shape_str(sa)
-                               << " but " << b << " holds " << shape_str(sb) << " ("
+               "blocks along " << axes_phrase(mesh, axes) << " have unequal shapes: " << a << " holds " << numpy_shape_string(sa)
+                               << " but " << b << " holds " << numpy_shape_string(sb) << " ("
                                << describe_operand(shape, sharding) << "); " << why
                                << ", so make each sharded dim a multiple of its number of parts");
 }

@@ -93,7 +93,7 @@ void check_npy_matches(const io::NpyHeader& h, const char* api, const std::strin
                   npy_where(path) << " has dtype '" << printable_bytes(h.dtype) << "' but " << api << "<"
                                   << dtype_name<T>() << ", " << N << "> expects " << want);
   DARRAY_THROW_IF(h.shape.size() != static_cast<std::size_t>(N), IoError, api,
-                  npy_where(path) << " has shape " << shape_repr(h.shape) << " (rank " << h.shape.size() << ") but "
+                  npy_where(path) << " has shape " << numpy_shape_string(h.shape) << " (rank " << h.shape.size() << ") but "
                                   << api << "<" << dtype_name<T>() << ", " << N << "> expects rank " << N);
   DARRAY_THROW_IF(h.fortran_order, NotSupported, api,
                   npy_where(path) << " is stored in Fortran (column-major) order, which libdarray does not read; "
@@ -108,10 +108,10 @@ inline void check_npy_data_size(const io::NpyHeader& h, std::uint64_t item_size,
       elements == 0 || item_size <= (std::numeric_limits<std::uint64_t>::max() - h.data_offset) / elements;
   const std::uint64_t need = fits ? h.data_offset + elements * item_size : 0;
   DARRAY_THROW_IF(!fits, IoError, api,
-                  npy_where(path) << " announces shape " << shape_repr(h.shape) << " of dtype '"
+                  npy_where(path) << " announces shape " << numpy_shape_string(h.shape) << " of dtype '"
                                   << printable_bytes(h.dtype) << "', more bytes than a file can hold");
   DARRAY_THROW_IF(file_size < need, IoError, api,
-                  npy_where(path) << " is truncated: its header announces shape " << shape_repr(h.shape)
+                  npy_where(path) << " is truncated: its header announces shape " << numpy_shape_string(h.shape)
                                   << " of dtype '" << printable_bytes(h.dtype) << "', " << elements * item_size
                                   << " data bytes from offset " << h.data_offset << " (" << need
                                   << " bytes in all), but the file has " << file_size << " bytes");

@@ -349,15 +349,6 @@ class PyLiteralParser {
   std::size_t m_values = 0;
 };
 
-inline std::string shape_repr(const Shape& shape) {
-  std::ostringstream os;
-  os << "(";
-  for (std::size_t d = 0; d < shape.size(); ++d) os << (d ? ", " : "") << shape[d];
-  if (shape.size() == 1) os << ",";
-  os << ")";
-  return os.str();
-}
-
 // Parses a whole header: bytes[0, size) must hold the preamble and the complete header (data may follow). Returns
 // the header with data_offset set; throws IoError naming `path` for anything numpy would not load as a plain
 // array, and for what libdarray cannot represent (negative extents, more than 2^63 elements).
@@ -439,7 +430,7 @@ inline io::NpyHeader parse_npy_header(const unsigned char* bytes, std::size_t si
   int64_t elements = 1;
   for (std::size_t d = 0; !any_zero && d < h.shape.size(); ++d) {
     if (elements > std::numeric_limits<int64_t>::max() / h.shape[d])
-      parser.fail_at(shape->position, "'shape' " + shape_repr(h.shape) + " has more than 2^63-1 elements");
+      parser.fail_at(shape->position, "'shape' " + numpy_shape_string(h.shape) + " has more than 2^63-1 elements");
     elements *= h.shape[d];
   }
   return h;
@@ -465,7 +456,7 @@ inline std::string python_quote(const std::string& s) {
 // Version 1.0 when the header fits its 2-byte length field, else 2.0.
 inline std::string format_npy_header(const std::string& descr, const Shape& shape, bool fortran_order = false) {
   std::string dict = "{'descr': " + python_quote(descr) + ", 'fortran_order': " + (fortran_order ? "True" : "False") +
-                     ", 'shape': " + shape_repr(shape) + ", }";
+                     ", 'shape': " + numpy_shape_string(shape) + ", }";
   if (!shape.empty()) {
     const std::string growth = std::to_string(fortran_order ? shape.back() : shape.front());
     if (growth.size() < npy_growth_axis_max_digits) dict.append(npy_growth_axis_max_digits - growth.size(), ' ');
