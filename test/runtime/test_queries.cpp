@@ -1,4 +1,5 @@
 #include <catch2/catch.hpp>
+#include <cstdint>
 #include <cstdlib>
 
 #include "darray/darray.hpp"
@@ -20,11 +21,14 @@ TEST_CASE("device table is dense, process-major and identical everywhere") {
   }
   for (std::size_t l = 0; ok && l < mine.size(); ++l) ok = mine[l] == all[static_cast<std::size_t>(me * per) + l];
   // Every process holds the same table: compare a checksum.
-  long long sum = 0;
-  for (const auto& d : all) sum = sum * 31 + d.id * 7 + d.process_index * 3 + d.local_index;
-  long long lo = 0, hi = 0;
-  MPI_Allreduce(&sum, &lo, 1, MPI_LONG_LONG, MPI_MIN, MPI_COMM_WORLD);
-  MPI_Allreduce(&sum, &hi, 1, MPI_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
+  // Unsigned: the hash wraps around by design (a signed one overflowed, which UBSan rightly reported).
+  uint64_t sum = 0;
+  for (const auto& d : all)
+    sum = sum * 31u + static_cast<uint64_t>(d.id) * 7u + static_cast<uint64_t>(d.process_index) * 3u +
+          static_cast<uint64_t>(d.local_index);
+  uint64_t lo = 0, hi = 0;
+  MPI_Allreduce(&sum, &lo, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(&sum, &hi, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
   REQUIRE(all_ok(ok && lo == hi));
 }
 
