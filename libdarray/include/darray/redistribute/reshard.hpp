@@ -10,6 +10,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "darray/array/detail/box_copy.hpp"
+#include "darray/array/detail/stream_copy.hpp"
 #include "darray/array/detail/view.hpp"
 #include "darray/array/distributed_array.hpp"
 #include "darray/comm/check.hpp"
@@ -143,11 +145,17 @@ void execute_direct(const ReshardPlan& plan, const DistributedArray<T, N, M>& in
         post(false, const_cast<T*>(src->data.data()), src->index, part, peer_rank(peer.process));
       });
     }
+  // Large local phases stream their stores: the output is not read again before the reshard returns, and skipping
+  // the read-for-ownership of each destination line is worth about a third of the copy time.
+  std::size_t local_bytes = 0;
+  for (const PlanPiece& piece : plan.local_pieces()) local_bytes += static_cast<std::size_t>(piece.elements()) * sizeof(T);
+  const bool streaming = local_bytes >= streaming_min_total_bytes;
   for (const PlanPiece& piece : plan.local_pieces()) {
     const auto* src = src_of.at(piece.src.id);
     const auto* dst = dst_of.at(piece.dst.id);
-    copy_box(src->data.data(), src->index, const_cast<T*>(dst->data.data()), dst->index, piece.box);
+    copy_box(src->data.data(), src->index, const_cast<T*>(dst->data.data()), dst->index, piece.box, streaming);
   }
+  if (streaming) stream_fence();
   wait_all_checked(requests, "reshard");
 }
 

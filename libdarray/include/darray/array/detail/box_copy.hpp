@@ -1,5 +1,6 @@
 // Host copies between row-major buffers that each hold one box of a global array: the pack and unpack steps of
-// scatter, gather and process-local data. Trailing dims that both boxes cover entirely merge into one memcpy run.
+// scatter, gather, process-local data and same-process reshard pieces. Trailing dims that both boxes cover entirely
+// merge into one memcpy run.
 #pragma once
 
 #include <cstddef>
@@ -9,15 +10,18 @@
 #include <type_traits>
 #include <vector>
 
+#include "darray/array/detail/stream_copy.hpp"
 #include "darray/core/index.hpp"
 
 namespace darray {
 namespace detail {
 
 // Copies `region` (global coordinates, inside both boxes) from the buffer holding src_box to the buffer holding
-// dst_box. Both buffers are row-major over their box.
+// dst_box. Both buffers are row-major over their box. `streaming` writes with non-temporal stores (stream_copy.hpp);
+// the caller then issues stream_fence() once its copies are done.
 template <class T>
-void copy_box(const T* src, const Index& src_box, T* dst, const Index& dst_box, const Index& region) {
+void copy_box(const T* src, const Index& src_box, T* dst, const Index& dst_box, const Index& region,
+              bool streaming = false) {
   static_assert(std::is_trivially_copyable<T>::value, "array elements are copied as bytes");
   if (volume(region) == 0) return;
   const std::size_t n = region.size();
@@ -48,7 +52,10 @@ void copy_box(const T* src, const Index& src_box, T* dst, const Index& dst_box, 
       s += counter[d] * src_strides[d];
       t += counter[d] * dst_strides[d];
     }
-    std::memcpy(dst + t, src + s, run_bytes);
+    if (streaming)
+      stream_copy(dst + t, src + s, run_bytes);
+    else
+      std::memcpy(dst + t, src + s, run_bytes);
     std::size_t d = inner;
     while (d > 0) {
       --d;

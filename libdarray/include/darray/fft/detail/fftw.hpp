@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <utility>
@@ -182,9 +183,12 @@ class FftwGuruPlan {
 };
 
 // A c2c pass along one strided dim of a complex block (extents in memory order), in tiles: `chunk` columns of the
-// dims inside it are gathered into a small contiguous buffer, transformed as `chunk` contiguous FFTs, and scattered
-// back. FFTW_ESTIMATE plans a strided dim under a long contiguous loop poorly (power-of-two strides thrash the
-// cache; over twice slower than this at 256^3), while the tile stays in L1/L2.
+// dims inside it are gathered into a small contiguous buffer, transformed as `chunk` FFTs, and scattered back.
+// FFTW_ESTIMATE plans a strided dim under a long contiguous loop poorly (power-of-two strides thrash the cache;
+// over twice slower than this at 256^3), while the tile stays in L1/L2. Short dims (n <= 128) keep the tile
+// interleaved, row i of the tile being one run of `chunk` columns, so gather and scatter are memcpy runs of up to
+// 1 KiB and FFTW transforms the columns at stride `chunk`; longer dims store each column contiguously (measured on
+// a (n, n/2, n) block: interleaved 6.3 ms against 8.9 ms at n = 128, but slower from n = 192 on).
 template <class R>
 class FftwTiledPass {
   using Api = FftwApi<R>;
@@ -198,8 +202,11 @@ class FftwTiledPass {
     m_n = extents[p];
     for (std::size_t k = 0; k < p; ++k) m_outer *= extents[k];
     for (std::size_t k = p + 1; k < extents.size(); ++k) m_inner *= extents[k];
-    // About 32 KiB of tile, at most 16 and at least 1 column.
-    m_chunk = std::max<int64_t>(1, std::min<int64_t>({16, m_inner, 2048 / std::max<int64_t>(m_n, 1)}));
+    m_interleaved = m_n <= interleaved_max_n;
+    // Interleaved: up to 64 columns (1 KiB runs, a tile of at most 128 KiB). Column tiles: about 32 KiB, at most
+    // 16 and at least 1 column.
+    m_chunk = m_interleaved ? std::min<int64_t>(64, m_inner)
+                            : std::max<int64_t>(1, std::min<int64_t>({16, m_inner, 2048 / std::max<int64_t>(m_n, 1)}));
     m_scratch = static_cast<Cx*>(Api::allocate(static_cast<std::size_t>(m_n * m_chunk) * sizeof(Cx)));
     DARRAY_THROW_IF(m_scratch == nullptr, Error, "fft::Plan",
                     "cannot allocate an FFT tile of " << m_n * m_chunk << " elements");
@@ -225,20 +232,32 @@ class FftwTiledPass {
       Cx* t = dst + o * n * inner;
       for (int64_t q = 0; q < inner; q += m_chunk) {
         const int64_t c = std::min(m_chunk, inner - q);
-        for (int64_t i = 0; i < n; ++i)
-          for (int64_t k = 0; k < c; ++k) m_scratch[k * n + i] = s[i * inner + q + k];
+        if (m_interleaved) {
+          const auto run = static_cast<std::size_t>(c) * sizeof(Cx);
+          for (int64_t i = 0; i < n; ++i) std::memcpy(m_scratch + i * c, s + i * inner + q, run);
+        } else {
+          for (int64_t i = 0; i < n; ++i)
+            for (int64_t k = 0; k < c; ++k) m_scratch[k * n + i] = s[i * inner + q + k];
+        }
         Api::execute_dft(c == m_chunk ? m_full : m_tail, m_scratch, m_scratch);
-        for (int64_t i = 0; i < n; ++i)
-          for (int64_t k = 0; k < c; ++k) t[i * inner + q + k] = m_scratch[k * n + i];
+        if (m_interleaved) {
+          const auto run = static_cast<std::size_t>(c) * sizeof(Cx);
+          for (int64_t i = 0; i < n; ++i) std::memcpy(t + i * inner + q, m_scratch + i * c, run);
+        } else {
+          for (int64_t i = 0; i < n; ++i)
+            for (int64_t k = 0; k < c; ++k) t[i * inner + q + k] = m_scratch[k * n + i];
+        }
       }
     }
   }
 
  private:
   typename Api::plan_type make(int64_t count, bool forward, bool measure) {
-    const typename Api::iodim dim{static_cast<std::ptrdiff_t>(m_n), 1, 1};
-    const typename Api::iodim loop{static_cast<std::ptrdiff_t>(count), static_cast<std::ptrdiff_t>(m_n),
-                                   static_cast<std::ptrdiff_t>(m_n)};
+    // Interleaved: element i of column k at i * count + k; else at k * n + i.
+    const auto stride = static_cast<std::ptrdiff_t>(m_interleaved ? count : 1);
+    const auto distance = static_cast<std::ptrdiff_t>(m_interleaved ? 1 : m_n);
+    const typename Api::iodim dim{static_cast<std::ptrdiff_t>(m_n), stride, stride};
+    const typename Api::iodim loop{static_cast<std::ptrdiff_t>(count), distance, distance};
     typename Api::plan_type p = nullptr;
     {
       std::lock_guard<std::mutex> lock(fftw_planner_mutex());
@@ -257,7 +276,10 @@ class FftwTiledPass {
     m_scratch = nullptr;
   }
 
+  static constexpr int64_t interleaved_max_n = 128;
+
   int64_t m_n = 1, m_outer = 1, m_inner = 1, m_chunk = 1;
+  bool m_interleaved = false;
   Cx* m_scratch = nullptr;
   typename Api::plan_type m_full = nullptr;
   typename Api::plan_type m_tail = nullptr;

@@ -1,7 +1,10 @@
 // The transposes of a distributed FFT: a ReshardPlan's pieces executed between buffers the FFT plan owns, whose
 // local axis order may differ from row-major (the dim-0 stage is stored as (n1, n0, n2), as FFTW-MPI does, so its
-// FFTs stride by one pencil instead of a whole plane). One message per peer process, send and receive buffers
-// allocated once, copies in runs along the innermost dim; on the mesh-axis group's communicator when there is one.
+// FFTs stride by one pencil instead of a whole plane). On the mesh-axis group's communicator when there is one.
+// Host memory: every remote piece travels straight between the blocks as an MPI datatype built once per plan (a
+// strided walk of the piece in global row-major order on both sides, whatever each side's axis order), so MPI
+// packs and unpacks it in its own transport copies and nothing is staged by us. Device memory: one packed message
+// per peer through host staging buffers allocated once.
 #pragma once
 
 #include <mpi.h>
@@ -20,6 +23,7 @@
 #include "darray/comm/group.hpp"
 #include "darray/comm/limits.hpp"
 #include "darray/core/index.hpp"
+#include "darray/redistribute/detail/messages.hpp"
 #include "darray/redistribute/plan.hpp"
 #include "darray/redistribute/reshard.hpp"
 #include "darray/runtime/environment.hpp"
@@ -144,8 +148,12 @@ struct Staging {
 template <class T, class M>
 class Transpose {
  public:
-  Transpose(std::shared_ptr<const ReshardPlan> plan, AxisOrder src_order, AxisOrder dst_order)
-      : m_plan(std::move(plan)), m_src_order(src_order), m_dst_order(dst_order) {
+  // `staged` picks the packed path on host memory too (device memory always takes it), so tests cover it.
+  Transpose(std::shared_ptr<const ReshardPlan> plan, AxisOrder src_order, AxisOrder dst_order, bool staged = false)
+      : m_plan(std::move(plan)),
+        m_src_order(src_order),
+        m_dst_order(dst_order),
+        m_staged(staged || !darray::detail::host_accessible_v<M>) {
     const ReshardPlan& p = *m_plan;
     int slot = 0;
     for (const Device& d : local_devices())
@@ -157,6 +165,7 @@ class Transpose {
     for (const PeerPieces& peer : p.sends()) m_send_elements += peer.elements;
     for (const PeerPieces& peer : p.recvs()) m_recv_elements += peer.elements;
     m_colors = darray::detail::job_colors(p, process_count());
+    if (!m_staged) make_messages();
   }
 
   const AxisOrder& src_order() const { return m_src_order; }
@@ -165,6 +174,113 @@ class Transpose {
   int64_t recv_elements() const { return m_recv_elements; }
 
   void run(const std::vector<T*>& src, const std::vector<T*>& dst, Staging<T, M>& staging) const {
+    if (m_staged)
+      run_staged(src, dst, staging);
+    else
+      run_direct(src, dst);
+  }
+
+ private:
+  static constexpr int tag = 0x4646;  // "FF"
+
+  // One MPI message of the host path: `count` of `type` at element `offset` of local block `slot`.
+  struct Message {
+    int process;
+    int slot;
+    int64_t offset;
+    int count;
+    MPI_Datatype type;
+  };
+
+  MPI_Comm comm(const ProcessGroup*& group) const {
+    group = m_colors.empty() ? nullptr : &process_group(m_colors);
+    return group != nullptr ? group->comm() : darray::detail::world_comm();
+  }
+
+  // The messages of every remote piece, cut by split_for_messages (the same rule on both sides, so the k-th send
+  // to a peer matches its k-th receive): contiguous parts as plain elements, others as a strided datatype.
+  void make_messages() {
+    const ReshardPlan& p = *m_plan;
+    const MPI_Datatype element = m_types.element(sizeof(T));
+    const std::size_t max_bytes = std::max(max_message_bytes(), sizeof(T));
+    auto add = [&](std::vector<Message>& out, int process, int slot, const Index& box, const AxisOrder& order,
+                   const Index& part) {
+      const auto strides = layout_strides(box, order);
+      int64_t offset = 0;
+      std::vector<int64_t> extents, byte_strides;
+      for (std::size_t d = 0; d < 3; ++d) {
+        offset += (part[d].start - box[d].start) * strides[d];
+        if (part[d].size() == 1) continue;  // a unit dim adds nothing to the walk
+        extents.push_back(part[d].size());
+        byte_strides.push_back(strides[d] * static_cast<int64_t>(sizeof(T)));
+      }
+      // Contiguous when each walked dim steps over exactly the dims inside it.
+      bool contiguous = true;
+      int64_t inner = static_cast<int64_t>(sizeof(T));
+      for (std::size_t k = extents.size(); k-- > 0;) {
+        contiguous = contiguous && byte_strides[k] == inner;
+        inner *= extents[k];
+      }
+      Message m{process, slot, offset, 1, element};
+      if (contiguous)
+        m.count = darray::detail::to_mpi_count(static_cast<std::size_t>(volume(part)), "fft transpose");
+      else
+        m.type = m_types.strided(extents, byte_strides, element);
+      out.push_back(m);
+    };
+    for (const PeerPieces& peer : p.recvs())
+      for (const PlanPiece& piece : peer.pieces) {
+        const int d = m_slot.at(piece.dst.id);
+        darray::detail::split_for_messages(piece.box, sizeof(T), max_bytes, [&](const Index& part) {
+          add(m_recv_messages, peer.process, d, m_dst_box[static_cast<std::size_t>(d)], m_dst_order, part);
+        });
+      }
+    for (const PeerPieces& peer : p.sends())
+      for (const PlanPiece& piece : peer.pieces) {
+        const int s = m_slot.at(piece.src.id);
+        darray::detail::split_for_messages(piece.box, sizeof(T), max_bytes, [&](const Index& part) {
+          add(m_send_messages, peer.process, s, m_src_box[static_cast<std::size_t>(s)], m_src_order, part);
+        });
+      }
+  }
+
+  // Host memory: receives posted into the destination blocks, sends straight from the source blocks, same-process
+  // pieces copied while the messages fly.
+  void run_direct(const std::vector<T*>& src, const std::vector<T*>& dst) const {
+    const ProcessGroup* group = nullptr;
+    MPI_Comm c = comm(group);
+    auto peer_rank = [&](int process) { return group != nullptr ? group->group_rank_of(process) : process; };
+    std::vector<MPI_Request> requests;
+    requests.reserve(m_recv_messages.size() + m_send_messages.size());
+    for (const Message& m : m_recv_messages) {
+      MPI_Request r = MPI_REQUEST_NULL;
+      DARRAY_MPI_CHECK(MPI_Irecv(dst[static_cast<std::size_t>(m.slot)] + m.offset, m.count, m.type,
+                                 peer_rank(m.process), tag, c, &r));
+      requests.push_back(r);
+    }
+    for (const Message& m : m_send_messages) {
+      MPI_Request r = MPI_REQUEST_NULL;
+      DARRAY_MPI_CHECK(MPI_Isend(src[static_cast<std::size_t>(m.slot)] + m.offset, m.count, m.type,
+                                 peer_rank(m.process), tag, c, &r));
+      requests.push_back(r);
+    }
+    copy_local_pieces(src, dst);
+    darray::detail::wait_all_checked(requests, "fft transpose");
+  }
+
+  void copy_local_pieces(const std::vector<T*>& src, const std::vector<T*>& dst) const {
+    for (const PlanPiece& piece : m_plan->local_pieces()) {
+      const int s = m_slot.at(piece.src.id), d = m_slot.at(piece.dst.id);
+      int64_t so = 0, to = 0;
+      const CopyGeometry g = copy_geometry(m_src_box[static_cast<std::size_t>(s)], m_src_order,
+                                           m_dst_box[static_cast<std::size_t>(d)], m_dst_order, piece.box, so, to);
+      strided_copy<T, M>(src[static_cast<std::size_t>(s)] + so, dst[static_cast<std::size_t>(d)] + to, g);
+    }
+  }
+
+  // Device memory (and host memory when asked): one packed message per peer; device memory is staged through the
+  // host.
+  void run_staged(const std::vector<T*>& src, const std::vector<T*>& dst, Staging<T, M>& staging) const {
     const ReshardPlan& p = *m_plan;
     staging.reserve(m_send_elements, m_recv_elements);
     T* const send = staging.send.data();
@@ -172,19 +288,15 @@ class Transpose {
     T* const send_host = staging.send_host.data();
     T* const recv_host = staging.recv_host.data();
     using Exec = typename M::execution_space;
-    MPI_Comm comm = darray::detail::world_comm();
     const ProcessGroup* group = nullptr;
-    if (!m_colors.empty()) {
-      group = &process_group(m_colors);
-      comm = group->comm();
-    }
+    MPI_Comm c = comm(group);
     auto peer_rank = [&](int process) { return group != nullptr ? group->group_rank_of(process) : process; };
     const std::size_t max_chunk = max_message_bytes();
     constexpr const char* api = "fft transpose";
     darray::detail::RequestSet requests;
     std::size_t at = 0;
     for (const PeerPieces& peer : p.recvs()) {
-      requests.post_recv(comm, reinterpret_cast<std::byte*>(recv_host + at), byte_count(peer.elements, sizeof(T), api),
+      requests.post_recv(c, reinterpret_cast<std::byte*>(recv_host + at), byte_count(peer.elements, sizeof(T), api),
                          peer_rank(peer.process), tag, 0, max_chunk, api);
       at += static_cast<std::size_t>(peer.elements);
     }
@@ -202,7 +314,7 @@ class Transpose {
         at += static_cast<std::size_t>(piece.elements());
       }
       if (host) {
-        requests.post_send(comm, reinterpret_cast<const std::byte*>(send_host + begin),
+        requests.post_send(c, reinterpret_cast<const std::byte*>(send_host + begin),
                            byte_count(peer.elements, sizeof(T), api), peer_rank(peer.process), tag, 0, max_chunk, api);
       }
     }
@@ -212,17 +324,12 @@ class Transpose {
       Kokkos::deep_copy(Kokkos::subview(staging.send_host, used), Kokkos::subview(staging.send, used));
       at = 0;
       for (const PeerPieces& peer : p.sends()) {
-        requests.post_send(comm, reinterpret_cast<const std::byte*>(send_host + at),
+        requests.post_send(c, reinterpret_cast<const std::byte*>(send_host + at),
                            byte_count(peer.elements, sizeof(T), api), peer_rank(peer.process), tag, 0, max_chunk, api);
         at += static_cast<std::size_t>(peer.elements);
       }
     }
-    for (const PlanPiece& piece : p.local_pieces()) {
-      const int s = m_slot.at(piece.src.id), d = m_slot.at(piece.dst.id);
-      int64_t so = 0, to = 0;
-      const CopyGeometry g = copy_geometry(m_src_box[s], m_src_order, m_dst_box[d], m_dst_order, piece.box, so, to);
-      strided_copy<T, M>(src[static_cast<std::size_t>(s)] + so, dst[static_cast<std::size_t>(d)] + to, g);
-    }
+    copy_local_pieces(src, dst);
     requests.wait_all(api);
     if (m_recv_elements > 0 && !darray::detail::host_accessible_v<M>) {
       const auto used = std::make_pair(std::size_t(0), static_cast<std::size_t>(m_recv_elements));
@@ -240,15 +347,15 @@ class Transpose {
     Exec().fence();
   }
 
- private:
-  static constexpr int tag = 0x4646;  // "FF"
-
   std::shared_ptr<const ReshardPlan> m_plan;
   AxisOrder m_src_order, m_dst_order;
+  bool m_staged;
   std::unordered_map<int, int> m_slot;  // device id -> position among this process's mesh devices
   std::vector<Index> m_src_box, m_dst_box;
   std::vector<int> m_colors;
   int64_t m_send_elements = 0, m_recv_elements = 0;
+  darray::detail::MpiTypes m_types;                       // direct path: the messages' datatypes, freed with the plan
+  std::vector<Message> m_recv_messages, m_send_messages;  // direct path, in posting order
 };
 
 // A local copy between two layouts of the same sharding (no communication): each device's block, reordered.

@@ -94,6 +94,24 @@ public:
     return t;
   }
 
+  // A strided box walked in the given order of dims, outermost first: extents[k] elements at byte_strides[k]. Lets
+  // a message read or write a block stored in any axis order while its elements travel in a fixed order.
+  MPI_Datatype strided(const std::vector<int64_t>& extents, const std::vector<int64_t>& byte_strides,
+                       MPI_Datatype element) {
+    MPI_Datatype t = element;
+    for (std::size_t k = extents.size(); k-- > 0;) {
+      MPI_Datatype outer = MPI_DATATYPE_NULL;
+      DARRAY_MPI_CHECK(MPI_Type_create_hvector(to_mpi_count(static_cast<std::size_t>(extents[k]), "reshard"), 1,
+                                               static_cast<MPI_Aint>(byte_strides[k]), t, &outer));
+      if (t != element) m_types.push_back(t);  // freed with the rest: MPI keeps what the outer type needs
+      t = outer;
+    }
+    if (t == element) return element;
+    DARRAY_MPI_CHECK(MPI_Type_commit(&t));
+    m_types.push_back(t);
+    return t;
+  }
+
 private:
   std::vector<MPI_Datatype> m_types;
 };

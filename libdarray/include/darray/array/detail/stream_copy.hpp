@@ -1,0 +1,68 @@
+// Byte copies with streaming (non-temporal) stores: for large copies whose target will not be read again soon, such
+// as the same-process pieces of a big reshard, they skip the read-for-ownership of every destination line that a
+// plain store costs, which is the difference between 1.7x and 1.1x memcpy time for a blocked transpose on x86-64.
+// On other targets they are plain memcpy.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#define DARRAY_HAS_STREAMING_STORES 1
+#else
+#define DARRAY_HAS_STREAMING_STORES 0
+#endif
+
+namespace darray {
+namespace detail {
+
+// Copies below this size are not worth streaming: the partly written lines at both ends dominate.
+inline constexpr std::size_t streaming_min_run_bytes = 256;
+
+// Total bytes above which a copy phase streams its stores: beyond a share of the last-level cache the destination
+// is evicted before it is read again anyway.
+inline constexpr std::size_t streaming_min_total_bytes = std::size_t{16} << 20;
+
+inline void stream_copy(void* dst, const void* src, std::size_t bytes) {
+#if DARRAY_HAS_STREAMING_STORES
+  if (bytes < streaming_min_run_bytes) {
+    std::memcpy(dst, src, bytes);
+    return;
+  }
+  auto* d = static_cast<unsigned char*>(dst);
+  const auto* s = static_cast<const unsigned char*>(src);
+  // Plain stores up to the first 16-byte boundary of the destination.
+  const std::size_t head = (16 - (reinterpret_cast<std::uintptr_t>(d) & 15)) & 15;
+  std::memcpy(d, s, head);
+  d += head;
+  s += head;
+  bytes -= head;
+  std::size_t i = 0;
+  for (; i + 64 <= bytes; i += 64) {
+    const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i));
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + 16));
+    const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + 32));
+    const __m128i e = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + 48));
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d + i), a);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d + i + 16), b);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d + i + 32), c);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d + i + 48), e);
+  }
+  std::memcpy(d + i, s + i, bytes - i);
+#else
+  std::memcpy(dst, src, bytes);
+#endif
+}
+
+// Orders the streaming stores issued so far before any later store (call once at the end of a copy phase, before
+// the data is handed to another thread, process or device).
+inline void stream_fence() {
+#if DARRAY_HAS_STREAMING_STORES
+  _mm_sfence();
+#endif
+}
+
+}  // namespace detail
+}  // namespace darray
