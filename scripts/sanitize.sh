@@ -7,7 +7,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=env.sh
 source "$here/env.sh"
 build=${1:-$LIBDARRAY_ROOT/build-sanitize}
-cmake -S "$LIBDARRAY_ROOT" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDARRAY_SANITIZE=ON -DDARRAY_BUILD_BENCH=OFF
+cmake -S "$LIBDARRAY_ROOT" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDARRAY_SANITIZE=ON -DDARRAY_BUILD_TESTS=ON -DDARRAY_BUILD_APPS=ON -DDARRAY_BUILD_BENCH=OFF
 cmake --build "$build" -j "$LIBDARRAY_JOBS"
 cd "$build"
 # The Slurm and consumer tests launch other builds; they add nothing under sanitizers.
