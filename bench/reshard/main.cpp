@@ -117,7 +117,7 @@ Row run_pattern(const std::string& name, const Shape& shape, const NamedSharding
   r.mib = static_cast<double>(volume(shape)) * 8 / (1 << 20);
   r.t = time_it(reps, [&] { execute(*plan, a, b); });
   r.t_alloc = time_it(reps, [&] { b = reshard(a, to); });
-  r.staging = static_cast<double>(detail::last_staging_bytes());
+  r.staging = static_cast<double>(detail::MoveEngine::last_staging_bytes());
   r.local_bytes = static_cast<double>(local);
   r.alltoall = alltoall_time(local, reps);
   r.fftw = fftw_t;
@@ -150,7 +150,7 @@ int main(int argc, char** argv) {
   const bool root = process_index() == 0;
   if (root)
     std::printf("# bench/reshard: %d process(es) x %d host device(s), reps %d, backend %s\n", np, local_device_count(),
-                reps, backend().c_str());
+                reps, to_string(backend()));
   if (root) print_header();
   Mesh line = make_mesh({nd}, {"x"});
   Mesh grid = make_mesh({nd, 1}, {"r", "c"});

@@ -1,5 +1,5 @@
-// Translation of NCCL and CUDA return codes into darray::NcclError and the watchdog's error paths. These run
-// without a GPU: they exercise argument errors and the error plumbing, not transfers.
+// NCCL return codes translated into darray::NcclError, CUDA ones into darray::CudaError, and the watchdog's error
+// paths. These run without a GPU: they exercise argument errors and the error plumbing, not transfers.
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <string>
@@ -37,7 +37,7 @@ TEST_CASE("NCCL return codes become NcclError naming the call and NCCL's message
                                          Catch::Contains(ncclGetErrorString(ncclSystemError)));
 }
 
-TEST_CASE("CUDA return codes on the NCCL path become NcclError") {
+TEST_CASE("CUDA return codes become CudaError naming the call and the error") {
   if (darray::detail::gpu_count() > 0) {
     WARN("SKIP: a GPU is visible, so cudaSetDevice cannot be made to fail by asking for the first one");
     return;
@@ -45,10 +45,11 @@ TEST_CASE("CUDA return codes on the NCCL path become NcclError") {
   try {
     DARRAY_CUDA_CHECK(cudaSetDevice(0));
     FAIL("cudaSetDevice(0) succeeded without a visible GPU");
-  } catch (const darray::NcclError& e) {
+  } catch (const darray::CudaError& e) {
     const std::string w = e.what();
     CHECK(w.find("cudaSetDevice(0)") != std::string::npos);
     CHECK(w.find("cudaError") != std::string::npos);
+    CHECK(e.code() != 0);
   }
   (void)cudaGetLastError();
 }

@@ -22,6 +22,9 @@ TEST_CASE("Error family is catchable as darray::Error and std::exception") {
   CHECK(e.code() == 3);
   darray::NcclError n("ncclSend", "unhandled cuda error", 1);
   CHECK(n.code() == 1);
+  darray::CudaError c("cudaMalloc", "cudaErrorMemoryAllocation: out of memory", 2);
+  CHECK(c.code() == 2);
+  CHECK_THROWS_AS(throw darray::CufftError("cuFFT", "cufftExecZ2Z returned CUFFT_EXEC_FAILED (6)", 6), darray::Error);
   CHECK_NOTHROW([] { DARRAY_THROW_IF(false, InvalidArgument, "x", "never"); }());
   CHECK_THROWS_AS([] { DARRAY_THROW_IF(true, IoError, "load_npy", "bad magic"); }(), darray::IoError);
 }

@@ -126,6 +126,16 @@ TEST_CASE("random meshes, specs, shapes, widths and boundaries: every padded cel
   }
 }
 
+TEST_CASE("every halo phase on the device-memory path (pack kernels, transport, unpack)", "[halo]") {
+  const darray::detail::StageAsIfOnDevice device_path;
+  std::mt19937_64 rng(2025);
+  for (int k = 0; k < 6; ++k) {
+    random_case<1>(rng, 1);
+    random_case<2>(rng, 2);
+    random_case<3>(rng, 1 + static_cast<int>(rng() % 3));
+  }
+}
+
 TEST_CASE("3-D meshes (n,1,1) and rotations under P(a, b, c), periodic and open, halos wider than blocks", "[halo]") {
   const int64_t n = device_count();
   const Shape shape{7, 6, 5};

@@ -114,7 +114,7 @@ TEST_CASE("backend and GPU selection in a host-only build") {
   {
     EnvVar v("DARRAY_BACKEND", "mpi");
     darray::Environment env;
-    REQUIRE(all_ok(darray::backend() == "mpi"));
+    REQUIRE(all_ok(darray::backend() == darray::Backend::mpi));
   }
   {
     EnvVar v("DARRAY_LOCAL_DEVICE_IDS", "0,x");

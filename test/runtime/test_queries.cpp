@@ -38,7 +38,7 @@ TEST_CASE("process queries agree with MPI") {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   REQUIRE(all_ok(darray::process_index() == rank && darray::process_count() == size));
   REQUIRE(all_ok(darray::local_process_index() >= 0 && darray::local_process_index() < darray::local_process_count()));
-  REQUIRE(all_ok(darray::backend() == "mpi"));
+  REQUIRE(all_ok(darray::backend() == darray::Backend::mpi));
   // Under mpiexec the launcher is Open MPI, and its ranks agree with MPI's.
   const auto& l = darray::launcher();
   REQUIRE(all_ok(l.kind == darray::LauncherKind::openmpi && l.rank == rank && l.size == size &&

@@ -30,7 +30,7 @@ int main(int argc, char** argv) {
   const double t0 = MPI_Wtime();
   auto b = execute(*plan, a);
   const double t = MPI_Wtime() - t0;
-  a = decltype(a)(detail::AdoptShards{}, {}, NamedSharding(forward, P{}), {});  // free the source before checking
+  a = detail::adopt_shards<int64_t, 2, DefaultMemorySpace>({}, NamedSharding(forward, P{}), {});  // free the source before checking
   int64_t bad = 0;
   for (const auto& s : b.addressable_shards()) {
     const int64_t row = s.index[0].start;

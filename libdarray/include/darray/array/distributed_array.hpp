@@ -19,9 +19,14 @@
 
 namespace darray {
 
+template <class T, int N, class MemorySpace>
+class DistributedArray;
+
 namespace detail {
-// Tag of the constructor that adopts already-built shards; factories use it after their checks.
-struct AdoptShards {};
+// Adopts shards that match the sharding (one per addressable device, in local-device order): how factories and
+// operations build their results after their checks.
+template <class T, int N, class M>
+DistributedArray<T, N, M> adopt_shards(Shape shape, NamedSharding sharding, std::vector<Shard<T, N, M>> shards);
 }  // namespace detail
 
 template <class T, int N, class MemorySpace = DefaultMemorySpace>
@@ -38,10 +43,6 @@ class DistributedArray {
   using shard_type = Shard<T, N, MemorySpace>;
   using view_type = typename shard_type::view_type;
   static constexpr int rank = N;
-
-  // Adopts shards that match the sharding: one per addressable device, in local-device order.
-  DistributedArray(detail::AdoptShards, Shape shape, NamedSharding sharding, std::vector<shard_type> shards)
-      : m_shape(std::move(shape)), m_sharding(std::move(sharding)), m_shards(std::move(shards)) {}
 
   const Shape& shape() const { return m_shape; }
   const NamedSharding& sharding() const { return m_sharding; }
@@ -78,9 +79,22 @@ class DistributedArray {
   bool is_fully_replicated() const { return m_sharding.is_fully_replicated(); }
 
  private:
+  template <class U, int R, class M>
+  friend DistributedArray<U, R, M> detail::adopt_shards(Shape, NamedSharding, std::vector<Shard<U, R, M>>);
+
+  DistributedArray(Shape shape, NamedSharding sharding, std::vector<shard_type> shards)
+      : m_shape(std::move(shape)), m_sharding(std::move(sharding)), m_shards(std::move(shards)) {}
+
   Shape m_shape;
   NamedSharding m_sharding;
   std::vector<shard_type> m_shards;
 };
+
+namespace detail {
+template <class T, int N, class M>
+DistributedArray<T, N, M> adopt_shards(Shape shape, NamedSharding sharding, std::vector<Shard<T, N, M>> shards) {
+  return DistributedArray<T, N, M>(std::move(shape), std::move(sharding), std::move(shards));
+}
+}  // namespace detail
 
 }  // namespace darray

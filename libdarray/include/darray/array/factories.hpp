@@ -60,7 +60,7 @@ DistributedArray<T, N, MemorySpace> zeros(const Shape& shape, const NamedShardin
   const auto devs = detail::process_device_blocks(sharding, shape, process_index());
   auto shards = detail::allocate_shards<T, N, MemorySpace>(devs, /*initialize=*/true);
   Kokkos::fence();  // Kokkos' zero fill may still run; MPI may read the shards next
-  return DistributedArray<T, N, MemorySpace>(detail::AdoptShards{}, shape, sharding, std::move(shards));
+  return detail::adopt_shards<T, N, MemorySpace>(shape, sharding, std::move(shards));
 }
 
 // An array whose every element is value.
@@ -71,7 +71,7 @@ DistributedArray<T, N, MemorySpace> full(const Shape& shape, const T& value, con
   auto shards = detail::allocate_shards<T, N, MemorySpace>(devs, /*initialize=*/false);
   for (const auto& s : shards) Kokkos::deep_copy(s.data, value);
   Kokkos::fence();
-  return DistributedArray<T, N, MemorySpace>(detail::AdoptShards{}, shape, sharding, std::move(shards));
+  return detail::adopt_shards<T, N, MemorySpace>(shape, sharding, std::move(shards));
 }
 
 // An array whose element at global position (i0, ..., iN-1) is its flat row-major index, converted to T
@@ -83,7 +83,7 @@ DistributedArray<T, N, MemorySpace> iota(const Shape& shape, const NamedSharding
   auto shards = detail::allocate_shards<T, N, MemorySpace>(devs, /*initialize=*/false);
   for (const auto& s : shards) detail::fill_iota<N>(s.data, s.index, shape);
   Kokkos::fence();  // the kernels are asynchronous on GPUs; MPI may read the shards next
-  return DistributedArray<T, N, MemorySpace>(detail::AdoptShards{}, shape, sharding, std::move(shards));
+  return detail::adopt_shards<T, N, MemorySpace>(shape, sharding, std::move(shards));
 }
 
 }  // namespace darray

@@ -45,7 +45,7 @@ DistributedArray<T, N, MemorySpace> make_array_from_callback(const Shape& shape,
       detail::fill_replicas(shards, b);
     }
   });
-  return DistributedArray<T, N, MemorySpace>(detail::AdoptShards{}, shape, sharding, std::move(shards));
+  return detail::adopt_shards<T, N, MemorySpace>(shape, sharding, std::move(shards));
 }
 
 }  // namespace darray

@@ -95,7 +95,7 @@ DistributedArray<T, N, MemorySpace> adopt_views(const char* api, const Shape& sh
                                                 << "in the sharding's mesh: " << local_mesh_devices(devs));
     }
   });
-  return Array(AdoptShards{}, shape, sharding, std::move(shards));
+  return adopt_shards<T, N, MemorySpace>(shape, sharding, std::move(shards));
 }
 
 }  // namespace detail

@@ -66,7 +66,7 @@ DistributedArray<T, N, MemorySpace> make_array_from_process_local_data(const Nam
       detail::fill_replicas(shards, b);
     }
   });
-  return DistributedArray<T, N, MemorySpace>(detail::AdoptShards{}, global_shape, sharding, std::move(shards));
+  return detail::adopt_shards<T, N, MemorySpace>(global_shape, sharding, std::move(shards));
 }
 
 // This process's box (process_local_index) of the array as row-major host data: the reverse of

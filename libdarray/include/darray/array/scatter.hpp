@@ -82,7 +82,7 @@ DistributedArray<T, N, MemorySpace> scatter_from_root(int root_process, const Ho
       }
     }
   }
-  return DistributedArray<T, N, MemorySpace>(detail::AdoptShards{}, shape, sharding, std::move(shards));
+  return detail::adopt_shards<T, N, MemorySpace>(shape, sharding, std::move(shards));
 }
 
 }  // namespace darray

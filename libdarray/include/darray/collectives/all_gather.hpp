@@ -32,6 +32,21 @@ DistributedArray<T, N, M> all_gather(const DistributedArray<T, N, M>& a, const s
   return detail::coll::execute_plan<N>(api, *plan, a, /*reduction=*/false, detail::coll::ReduceOp::sum);
 }
 
+// The same into `out`, an array shaped and sharded as the result (e.g. a previous call's): no allocation.
+template <class T, int N, class M>
+void all_gather(const DistributedArray<T, N, M>& a, const std::string& axis, int dim, tiled_t,
+                DistributedArray<T, N, M>& out) {
+  constexpr const char* api = "all_gather";
+  detail::coll::check_collective_call(api, a, "\"" + axis + "\", dim=" + std::to_string(dim) + ", tiled");
+  const int x = detail::coll::resolve_axes(api, a.sharding().mesh(), {axis})[0];
+  const int d = detail::coll::normalize_dim(api, "dim", dim, N);
+  const auto plan = detail::coll::cached_plan(
+      detail::coll::PlanKey{
+          static_cast<int>(detail::coll::CollectiveCode::all_gather), a.sharding(), a.shape(), {x, d}},
+      [&] { return detail::coll::build_all_gather_plan(a.sharding(), a.shape(), x, d, /*stacked=*/false); });
+  detail::coll::execute_plan<N>(api, *plan, a, /*reduction=*/false, detail::coll::ReduceOp::sum, out);
+}
+
 // stacked: a new dim of size n (the axis size) inserted at `dim`, 0 .. N (negative counts from the end of the
 // result's dims), holding the group's blocks in axis order; the blocks must have equal shapes. The new dim is
 // replicated in the result's spec: shape (8, 3) sharded P("x") over 4 devices, stacked at 0, gives shape (4, 2, 3)
@@ -49,6 +64,22 @@ DistributedArray<T, N + 1, M> all_gather(const DistributedArray<T, N, M>& a, con
           static_cast<int>(detail::coll::CollectiveCode::all_gather_stacked), a.sharding(), a.shape(), {x, d}},
       [&] { return detail::coll::build_all_gather_plan(a.sharding(), a.shape(), x, d, /*stacked=*/true); });
   return detail::coll::execute_plan<N + 1>(api, *plan, a, /*reduction=*/false, detail::coll::ReduceOp::sum);
+}
+
+// The same into `out`, an array shaped and sharded as the result (e.g. a previous call's): no allocation.
+template <class T, int N, class M>
+void all_gather(const DistributedArray<T, N, M>& a, const std::string& axis, int dim, stacked_t,
+                DistributedArray<T, N + 1, M>& out) {
+  static_assert(N < 8, "all_gather(stacked): the result would have more than 8 dims (Kokkos' limit)");
+  constexpr const char* api = "all_gather";
+  detail::coll::check_collective_call(api, a, "\"" + axis + "\", dim=" + std::to_string(dim) + ", stacked");
+  const int x = detail::coll::resolve_axes(api, a.sharding().mesh(), {axis})[0];
+  const int d = detail::coll::normalize_dim(api, "dim", dim, N + 1);
+  const auto plan = detail::coll::cached_plan(
+      detail::coll::PlanKey{
+          static_cast<int>(detail::coll::CollectiveCode::all_gather_stacked), a.sharding(), a.shape(), {x, d}},
+      [&] { return detail::coll::build_all_gather_plan(a.sharding(), a.shape(), x, d, /*stacked=*/true); });
+  detail::coll::execute_plan<N + 1>(api, *plan, a, /*reduction=*/false, detail::coll::ReduceOp::sum, out);
 }
 
 }  // namespace darray

@@ -20,9 +20,11 @@ namespace darray {
 // once as a dest. Source and dest blocks must have equal shapes. The result keeps the operand's shape and sharding.
 // A partial perm over an axis the operand is replicated along is an error: the zeros would make the replicas
 // differ. Collective over all processes.
+namespace detail {
+namespace coll {
 template <class T, int N, class M>
-DistributedArray<T, N, M> ppermute(const DistributedArray<T, N, M>& a, const std::string& axis,
-                                   const std::vector<std::pair<int, int>>& perm) {
+std::shared_ptr<const CollectivePlan> ppermute_plan(const DistributedArray<T, N, M>& a, const std::string& axis,
+                                                    const std::vector<std::pair<int, int>>& perm) {
   constexpr const char* api = "ppermute";
   detail::coll::check_collective_call(api, a, "\"" + axis + "\", perm=" + detail::coll::perm_text(perm));
   const int x = detail::coll::resolve_axes(api, a.sharding().mesh(), {axis})[0];
@@ -37,7 +39,24 @@ DistributedArray<T, N, M> ppermute(const DistributedArray<T, N, M>& a, const std
       detail::coll::cached_plan(detail::coll::PlanKey{static_cast<int>(detail::coll::CollectiveCode::ppermute),
                                                       a.sharding(), a.shape(), std::move(params)},
                                 [&] { return detail::coll::build_ppermute_plan(a.sharding(), a.shape(), x, pairs); });
-  return detail::coll::execute_plan<N>(api, *plan, a, /*reduction=*/false, detail::coll::ReduceOp::sum);
+  return plan;
+}
+}  // namespace coll
+}  // namespace detail
+
+template <class T, int N, class M>
+DistributedArray<T, N, M> ppermute(const DistributedArray<T, N, M>& a, const std::string& axis,
+                                   const std::vector<std::pair<int, int>>& perm) {
+  const auto plan = detail::coll::ppermute_plan(a, axis, perm);
+  return detail::coll::execute_plan<N>("ppermute", *plan, a, /*reduction=*/false, detail::coll::ReduceOp::sum);
+}
+
+// The same into `out`, an array shaped and sharded like `a` (not sharing its blocks): no allocation.
+template <class T, int N, class M>
+void ppermute(const DistributedArray<T, N, M>& a, const std::string& axis, const std::vector<std::pair<int, int>>& perm,
+              DistributedArray<T, N, M>& out) {
+  const auto plan = detail::coll::ppermute_plan(a, axis, perm);
+  detail::coll::execute_plan<N>("ppermute", *plan, a, /*reduction=*/false, detail::coll::ReduceOp::sum, out);
 }
 
 }  // namespace darray

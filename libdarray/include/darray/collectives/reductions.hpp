@@ -20,15 +20,28 @@ namespace detail {
 namespace coll {
 
 template <class T, int N, class M>
-DistributedArray<T, N, M> run_reduction(CollectiveCode code, ReduceOp op, const DistributedArray<T, N, M>& a,
-                                        const AxisNames& axes) {
+std::shared_ptr<const CollectivePlan> reduction_plan(CollectiveCode code, ReduceOp op,
+                                                     const DistributedArray<T, N, M>& a, const AxisNames& axes) {
   const char* api = to_string(op);
   check_collective_call(api, a, quoted_list(axes.names()));
   const std::vector<int> positions = resolve_axes(api, a.sharding().mesh(), axes.names());
   const std::vector<int64_t> params(positions.begin(), positions.end());
-  const auto plan = cached_plan(PlanKey{static_cast<int>(code), a.sharding(), a.shape(), params},
-                                [&] { return build_reduce_plan(api, a.sharding(), a.shape(), positions, -1); });
-  return execute_plan<N>(api, *plan, a, /*reduction=*/true, op);
+  return cached_plan(PlanKey{static_cast<int>(code), a.sharding(), a.shape(), params},
+                     [&] { return build_reduce_plan(api, a.sharding(), a.shape(), positions, -1); });
+}
+
+template <class T, int N, class M>
+DistributedArray<T, N, M> run_reduction(CollectiveCode code, ReduceOp op, const DistributedArray<T, N, M>& a,
+                                        const AxisNames& axes) {
+  const auto plan = reduction_plan(code, op, a, axes);
+  return execute_plan<N>(to_string(op), *plan, a, /*reduction=*/true, op);
+}
+
+template <class T, int N, class M>
+void run_reduction(CollectiveCode code, ReduceOp op, const DistributedArray<T, N, M>& a, const AxisNames& axes,
+                   DistributedArray<T, N, M>& out) {
+  const auto plan = reduction_plan(code, op, a, axes);
+  execute_plan<N>(to_string(op), *plan, a, /*reduction=*/true, op, out);
 }
 
 }  // namespace coll
@@ -42,6 +55,12 @@ DistributedArray<T, N, M> psum(const DistributedArray<T, N, M>& a, const AxisNam
   return detail::coll::run_reduction(detail::coll::CollectiveCode::psum, detail::coll::ReduceOp::sum, a, axes);
 }
 
+// The same into `out`, an array shaped and sharded as the result (e.g. a previous call's): no allocation.
+template <class T, int N, class M>
+void psum(const DistributedArray<T, N, M>& a, const AxisNames& axes, DistributedArray<T, N, M>& out) {
+  detail::coll::run_reduction(detail::coll::CollectiveCode::psum, detail::coll::ReduceOp::sum, a, axes, out);
+}
+
 // Element-wise maximum over the groups, as psum. Real element types only (complex numbers have no order).
 template <class T, int N, class M>
 DistributedArray<T, N, M> pmax(const DistributedArray<T, N, M>& a, const AxisNames& axes) {
@@ -49,11 +68,25 @@ DistributedArray<T, N, M> pmax(const DistributedArray<T, N, M>& a, const AxisNam
   return detail::coll::run_reduction(detail::coll::CollectiveCode::pmax, detail::coll::ReduceOp::max, a, axes);
 }
 
+// The same into `out`, an array shaped and sharded as the result (e.g. a previous call's): no allocation.
+template <class T, int N, class M>
+void pmax(const DistributedArray<T, N, M>& a, const AxisNames& axes, DistributedArray<T, N, M>& out) {
+  static_assert(!detail::is_kokkos_complex<T>::value, "pmax: complex numbers have no order; use a real element type");
+  detail::coll::run_reduction(detail::coll::CollectiveCode::pmax, detail::coll::ReduceOp::max, a, axes, out);
+}
+
 // Element-wise minimum over the groups, as psum. Real element types only.
 template <class T, int N, class M>
 DistributedArray<T, N, M> pmin(const DistributedArray<T, N, M>& a, const AxisNames& axes) {
   static_assert(!detail::is_kokkos_complex<T>::value, "pmin: complex numbers have no order; use a real element type");
   return detail::coll::run_reduction(detail::coll::CollectiveCode::pmin, detail::coll::ReduceOp::min, a, axes);
+}
+
+// The same into `out`, an array shaped and sharded as the result (e.g. a previous call's): no allocation.
+template <class T, int N, class M>
+void pmin(const DistributedArray<T, N, M>& a, const AxisNames& axes, DistributedArray<T, N, M>& out) {
+  static_assert(!detail::is_kokkos_complex<T>::value, "pmin: complex numbers have no order; use a real element type");
+  detail::coll::run_reduction(detail::coll::CollectiveCode::pmin, detail::coll::ReduceOp::min, a, axes, out);
 }
 
 }  // namespace darray

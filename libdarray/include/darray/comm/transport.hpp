@@ -11,6 +11,7 @@
 #include "darray/comm/exchange_plan.hpp"
 #include "darray/core/env.hpp"
 #include "darray/core/error.hpp"
+#include "darray/runtime/backend.hpp"
 
 // cudaStream_t is `CUstream_st*`; naming the struct keeps CUDA headers out of host-only builds.
 struct CUstream_st;
@@ -19,15 +20,6 @@ namespace darray {
 
 // A CUDA stream (cudaStream_t), or nullptr for the default stream. Ignored by the MPI backend.
 using GpuStream = ::CUstream_st*;
-
-enum class Backend { mpi, nccl };
-
-inline const char* to_string(Backend b) { return b == Backend::nccl ? "nccl" : "mpi"; }
-
-// "mpi" or "nccl"; anything else is an InvalidArgument naming `what` (e.g. "DARRAY_BACKEND").
-inline Backend parse_backend(const std::string& what, const std::string& text) {
-  return detail::parse_choice(what, text, {"mpi", "nccl"}) == "nccl" ? Backend::nccl : Backend::mpi;
-}
 
 class Transport {
  public:

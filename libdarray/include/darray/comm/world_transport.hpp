@@ -63,6 +63,6 @@ inline Transport& transport(Backend backend) {
 }
 
 // The transport of the backend the Environment selected (darray::backend()).
-inline Transport& transport() { return transport(parse_backend("darray::backend()", backend())); }
+inline Transport& transport() { return transport(backend()); }
 
 }  // namespace darray

@@ -63,6 +63,28 @@ private:
   int m_code;
 };
 
+// A CUDA runtime call returned an error code; the message carries the error's name and CUDA's description.
+class CudaError : public Error {
+public:
+  CudaError(std::string api, const std::string& message, int code, const char* file = nullptr, int line = 0)
+      : Error(std::move(api), message, file, line), m_code(code) {}
+  int code() const noexcept { return m_code; }
+
+private:
+  int m_code;
+};
+
+// A cuFFT call returned an error code; the message names the cufftResult value (CUFFT_ALLOC_FAILED, ...).
+class CufftError : public Error {
+public:
+  CufftError(std::string api, const std::string& message, int code, const char* file = nullptr, int line = 0)
+      : Error(std::move(api), message, file, line), m_code(code) {}
+  int code() const noexcept { return m_code; }
+
+private:
+  int m_code;
+};
+
 // A file is malformed, truncated or does not match the requested type.
 class IoError : public Error {
 public:

@@ -8,6 +8,7 @@
 #include <Kokkos_Core.hpp>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -17,12 +18,12 @@
 #include "darray/array/detail/view.hpp"
 #include "darray/array/distributed_array.hpp"
 #include "darray/comm/check.hpp"
-#include "darray/comm/detail/requests.hpp"
 #include "darray/comm/limits.hpp"
 #include "darray/core/error.hpp"
 #include "darray/halo/detail/kernels.hpp"
 #include "darray/halo/plan.hpp"
-#include "darray/redistribute/detail/box_kernels.hpp"
+#include "darray/array/detail/box_copy.hpp"
+#include "darray/redistribute/detail/engine.hpp"
 #include "darray/runtime/detail/state.hpp"
 #include "darray/runtime/environment.hpp"
 
@@ -63,20 +64,28 @@ class HaloExchange {
                     "shape " << shape_to_string(shape) << " has rank " << shape.size() << "; expected rank " << N);
     const auto& devs = m_plan.local_devices();
     for (std::size_t i = 0; i < devs.size(); ++i) m_slot.emplace(devs[i].id, i);
-    int64_t send = 0, recv = 0;
+    // One engine per phase; buffers are the padded blocks in local-device order, both source and destination.
     for (const HaloPhase& ph : m_plan.phases()) {
-      int64_t s = 0, r = 0;
-      for (const HaloPeer& p : ph.sends) s += p.elements;
-      for (const HaloPeer& p : ph.recvs) r += p.elements;
-      send = std::max(send, s);
-      recv = std::max(recv, r);
+      darray::detail::MoveList list;
+      auto src_region = [&](const HaloPiece& p) {
+        return darray::detail::row_major_region(static_cast<int>(m_slot.at(p.src.id)), p.src_frame, p.region);
+      };
+      auto dst_region = [&](const HaloPiece& p) {
+        return darray::detail::row_major_region(static_cast<int>(m_slot.at(p.dst.id)),
+                                                full_index(box_shape(m_plan.padded_index(p.dst))), p.region);
+      };
+      for (const HaloPiece& p : ph.local)
+        list.local.push_back(darray::detail::make_move(p.region, src_region(p), dst_region(p)));
+      for (const HaloPeer& peer : ph.sends)
+        for (const HaloPiece& p : peer.pieces)
+          darray::detail::add_peer_move(list.sends, peer.process,
+                                        darray::detail::make_move(p.region, src_region(p), {}));
+      for (const HaloPeer& peer : ph.recvs)
+        for (const HaloPiece& p : peer.pieces)
+          darray::detail::add_peer_move(list.recvs, peer.process,
+                                        darray::detail::make_move(p.region, {}, dst_region(p)));
+      m_engines.push_back(std::make_shared<const darray::detail::MoveEngine>(std::move(list), sizeof(T), "halo exchange"));
     }
-    m_send = Kokkos::View<T*, M>(Kokkos::view_alloc("darray::halo send", Kokkos::WithoutInitializing),
-                                 static_cast<std::size_t>(send));
-    m_recv = Kokkos::View<T*, M>(Kokkos::view_alloc("darray::halo recv", Kokkos::WithoutInitializing),
-                                 static_cast<std::size_t>(recv));
-    m_send_host = Kokkos::create_mirror_view(m_send);  // the same views when the host can reach M
-    m_recv_host = Kokkos::create_mirror_view(m_recv);
   }
 
   // The same boundary along every dim.
@@ -134,54 +143,15 @@ class HaloExchange {
       const shard_type& s = shards[m_slot.at(f.device.id)];
       detail::fill_box_kernel(space, s.data.data(), box_shape(s.padded_index), f.region, m_fill);
     }
-    const MPI_Comm comm = darray::detail::world_comm();
-    const std::size_t max_chunk = max_message_bytes();
-    for (const HaloPhase& phase : m_plan.phases()) {
-      darray::detail::RequestSet requests;
-      std::size_t at = 0;
-      for (const HaloPeer& peer : phase.recvs) {
-        requests.post_recv(comm, reinterpret_cast<std::byte*>(m_recv_host.data() + at),
-                           byte_count(peer.elements, sizeof(T), "halo exchange"), peer.process, detail::halo_tag, 0,
-                           max_chunk, "halo exchange");
-        at += static_cast<std::size_t>(peer.elements);
-      }
-      at = 0;
-      for (const HaloPeer& peer : phase.sends)
-        for (const HaloPiece& p : peer.pieces) {
-          const shard_type& src = shards[m_slot.at(p.src.id)];
-          darray::detail::copy_box_any<T, M>(src.data.data(), p.src_frame, m_send.data() + at, p.region, p.region,
-                                             space);
-          at += static_cast<std::size_t>(p.elements());
-        }
-      if (at > 0) {
-        space.fence();
-        if (m_send_host.data() != m_send.data()) Kokkos::deep_copy(m_send_host, m_send);
-      }
-      at = 0;
-      for (const HaloPeer& peer : phase.sends) {
-        requests.post_send(comm, reinterpret_cast<const std::byte*>(m_send_host.data() + at),
-                           byte_count(peer.elements, sizeof(T), "halo exchange"), peer.process, detail::halo_tag, 0,
-                           max_chunk, "halo exchange");
-        at += static_cast<std::size_t>(peer.elements);
-      }
-      for (const HaloPiece& p : phase.local) {  // while the messages travel
-        const shard_type& src = shards[m_slot.at(p.src.id)];
-        const shard_type& dst = shards[m_slot.at(p.dst.id)];
-        darray::detail::copy_box_any<T, M>(src.data.data(), p.src_frame, dst.data.data(),
-                                           full_index(box_shape(dst.padded_index)), p.region, space);
-      }
-      requests.wait_all("halo exchange");
-      if (m_recv_host.data() != m_recv.data() && !phase.recvs.empty()) Kokkos::deep_copy(m_recv, m_recv_host);
-      at = 0;
-      for (const HaloPeer& peer : phase.recvs)
-        for (const HaloPiece& p : peer.pieces) {
-          const shard_type& dst = shards[m_slot.at(p.dst.id)];
-          darray::detail::copy_box_any<T, M>(m_recv.data() + at, p.region, dst.data.data(),
-                                             full_index(box_shape(dst.padded_index)), p.region, space);
-          at += static_cast<std::size_t>(p.elements());
-        }
-      space.fence();  // the next phase sends cells this one wrote
+    space.fence();  // the phases send cells next to the ones the fills wrote
+    std::vector<const T*> src;
+    std::vector<T*> dst;
+    for (const shard_type& sh : shards) {
+      src.push_back(sh.data.data());
+      dst.push_back(sh.data.data());
     }
+    // Phase after phase: a later dim's pieces carry the corners an earlier phase filled.
+    for (const auto& engine : m_engines) engine->run<T, M>(src, dst, m_buffers);
   }
 
   // The blocks of padded shards as a DistributedArray (a copy without the halos), e.g. to gather or save them.
@@ -197,7 +167,7 @@ class HaloExchange {
                                          out[i].data.data(), region, region, space);
     }
     space.fence();
-    return DistributedArray<T, N, M>(darray::detail::AdoptShards{}, m_plan.shape(), m_plan.sharding(), std::move(out));
+    return darray::detail::adopt_shards<T, N, M>(m_plan.shape(), m_plan.sharding(), std::move(out));
   }
 
  private:
@@ -230,8 +200,8 @@ class HaloExchange {
   HaloPlan m_plan;
   T m_fill;
   std::unordered_map<int, std::size_t> m_slot;  // device id -> position in local-device order
-  Kokkos::View<T*, M> m_send, m_recv;
-  typename Kokkos::View<T*, M>::HostMirror m_send_host, m_recv_host;
+  std::vector<std::shared_ptr<const darray::detail::MoveEngine>> m_engines;  // one per phase
+  mutable darray::detail::EngineBuffers<T, M> m_buffers;                     // staging of the device path
 };
 
 // One-shot: a's blocks padded by `widths` with their neighbours' cells (corners included). Collective. For a time

@@ -111,7 +111,7 @@ DistributedArray<T, N, MemorySpace> load_npy(const std::string& path, const Name
   latch.agree(comm);
   for (const detail::Block& b : distinct) detail::fill_replicas(shards, b);
   Kokkos::fence();
-  return DistributedArray<T, N, MemorySpace>(detail::AdoptShards{}, shape, sharding, std::move(shards));
+  return detail::adopt_shards<T, N, MemorySpace>(shape, sharding, std::move(shards));
 }
 
 }  // namespace io

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -19,6 +20,13 @@
 #include "darray/sharding/named_sharding.hpp"
 
 namespace darray {
+
+class ReshardPlan;
+namespace detail {
+struct ReshardEngine;
+// The plan's exchange engine, built on its first execution (redistribute/detail/reshard_moves.hpp).
+inline const ReshardEngine& reshard_engine(const ReshardPlan& plan);
+}  // namespace detail
 
 // One box that moves from a source device's shard to a destination device's shard (global coordinates).
 struct PlanPiece {
@@ -72,6 +80,8 @@ public:
   const std::vector<int>& group_colors() const { return m_group_colors; }
 
 private:
+  friend const detail::ReshardEngine& detail::reshard_engine(const ReshardPlan& plan);
+
   void validate() const {
     m_src.check_shape(m_shape);
     m_dst.check_shape(m_shape);
@@ -224,6 +234,7 @@ private:
   std::vector<PeerPieces> m_recvs;
   ReshardStats m_stats;
   std::vector<int> m_group_colors;
+  mutable std::shared_ptr<const detail::ReshardEngine> m_engine;  // built on first execution, shared by copies
 };
 
 }  // namespace darray

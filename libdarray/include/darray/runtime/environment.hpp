@@ -196,7 +196,7 @@ private:
     DARRAY_MPI_CHECK(MPI_Allreduce(&nccl_mine, &nccl_max, 1, MPI_INT, MPI_MAX, s.comm));
     DARRAY_THROW_IF(nccl_min != nccl_max, InvalidArgument, "Environment",
                     "processes chose different backends (some \"nccl\", some \"mpi\"); set DARRAY_BACKEND alike on all");
-    s.backend = setup.backend;
+    s.backend = parse_backend("darray::backend", setup.backend);
     s.device_kind = setup.kind;
     s.host_device_count = setup.device_count;
 
@@ -227,8 +227,8 @@ inline int local_device_count() { return static_cast<int>(detail::active_state("
 // This process's rank among the processes of its node (MPI_COMM_TYPE_SHARED).
 inline int local_process_index() { return detail::active_state("local_process_index").local_rank; }
 inline int local_process_count() { return detail::active_state("local_process_count").local_size; }
-// "mpi" or "nccl": the transport redistribution and collectives use.
-inline const std::string& backend() { return detail::active_state("backend").backend; }
+// Backend::mpi or Backend::nccl: the transport redistribution and collectives use (agreed at start-up).
+inline Backend backend() { return detail::active_state("backend").backend; }
 // What the launcher's environment variables said about this process.
 inline const LauncherInfo& launcher() { return detail::active_state("launcher").launcher; }
 

@@ -43,6 +43,15 @@ inline bool& stage_as_if_on_device() {
   return stage;
 }
 
+// Scoped form of the test hook, restoring the previous setting on exit.
+struct StageAsIfOnDevice {
+  bool previous = stage_as_if_on_device();
+  StageAsIfOnDevice() { stage_as_if_on_device() = true; }
+  ~StageAsIfOnDevice() { stage_as_if_on_device() = previous; }
+  StageAsIfOnDevice(const StageAsIfOnDevice&) = delete;
+  StageAsIfOnDevice& operator=(const StageAsIfOnDevice&) = delete;
+};
+
 // Whether the array layer writes and reads the views of MemorySpace through their host pointers.
 template <class MemorySpace>
 bool direct_host_access() {

@@ -1,6 +1,6 @@
-// Runs a CollectivePlan on an operand: allocates the result blocks, reduces the slots (local combine, then one
-// allreduce per process component) or exchanges the pieces (one Transport exchange per component), and copies
-// every region into place with kernels, so device memory never passes through the host unless MPI needs it to.
+// Runs a CollectivePlan on an operand into the result blocks (allocated, or kept by the caller): reductions combine
+// the slots locally and run one allreduce per process component; movements (all_gather, all_to_all, ppermute) are
+// a MoveList run by the exchange engine, straight from the operand blocks into the result blocks.
 #pragma once
 
 #include <Kokkos_Core.hpp>
@@ -20,7 +20,8 @@
 #include "darray/comm/chunked_collectives.hpp"
 #include "darray/comm/limits.hpp"
 #include "darray/comm/mpi_transport.hpp"
-#include "darray/redistribute/detail/box_kernels.hpp"
+#include "darray/array/detail/box_copy.hpp"
+#include "darray/redistribute/detail/engine.hpp"
 
 namespace darray {
 namespace detail {
@@ -95,81 +96,128 @@ Kokkos::View<T*, M> reduce_slots(const Exec& space, const CollectivePlan& plan, 
   return slots;
 }
 
-// Packs the plan's sends, runs one exchange on the component's transport, returns the received pieces. Collective
-// like reduce_slots.
-template <class T, class M, class Exec>
-Kokkos::View<T*, M> exchange_pieces(const char* api, const Exec& space, const CollectivePlan& plan,
-                                    const ShardPointers<T>& shard) {
-  Kokkos::View<T*, M> recv(Kokkos::view_alloc("darray::collective recv", Kokkos::WithoutInitializing),
-                           static_cast<std::size_t>(plan.recv_elements));
-  if (plan.colors.empty()) return recv;
-  Transport& t = exchange_transport<M>().group(plan.colors);
-  if (plan.component_size == 1) return recv;
-  Kokkos::View<T*, M> send(Kokkos::view_alloc("darray::collective send", Kokkos::WithoutInitializing),
-                           static_cast<std::size_t>(plan.send_elements));
-  for (const Piece& p : plan.sends)
-    copy_region<T, M>(space, shard.at(p.key_device), p.src_shape, p.src_start, send.data() + p.offset, p.extent,
-                      Shape(p.extent.size(), 0), p.extent);
-  space.fence();  // the transport reads what the kernels wrote
-  ExchangePlan xplan;
-  auto add = [&](std::vector<PeerBytes>& list, const std::vector<Piece>& pieces) {
-    for (std::size_t i = 0; i < pieces.size();) {
-      std::size_t j = i;
-      int64_t elements = 0;
-      for (; j < pieces.size() && pieces[j].process == pieces[i].process; ++j) elements += pieces[j].elements();
-      list.push_back(PeerBytes{plan.group_ranks[static_cast<std::size_t>(pieces[i].process)],
-                               byte_count(pieces[i].offset, sizeof(T), api), byte_count(elements, sizeof(T), api)});
-      i = j;
-    }
+// The plan's movement as the engine's MoveList. Buffer k is the operand block and the result block of
+// plan.targets[k]; a received piece lands in the first result region that needs it and is copied to the others.
+inline MoveList collective_moves(const CollectivePlan& plan) {
+  std::unordered_map<int64_t, int> buffer;
+  for (std::size_t k = 0; k < plan.targets.size(); ++k) buffer.emplace(plan.targets[k].device.id, static_cast<int>(k));
+  auto region = [](int b, const Shape& shape, const Shape& start) {
+    Region r;
+    r.buffer = b;
+    row_major_strides_into(shape, r.stride.data());
+    for (std::size_t d = 0; d < start.size(); ++d) r.offset += start[d] * r.stride[d];
+    return r;
   };
-  add(xplan.sends, plan.sends);
-  add(xplan.recvs, plan.recvs);
-  if (t.backend() == Backend::nccl) {
-    t.exchange(xplan, reinterpret_cast<const std::byte*>(send.data()), reinterpret_cast<std::byte*>(recv.data()));
-  } else {
-    on_host(send, false, [&](T* s) {
-      on_host(recv, true,
-              [&](T* r) { t.exchange(xplan, reinterpret_cast<const std::byte*>(s), reinterpret_cast<std::byte*>(r)); });
-    });
+  auto move_of = [](const Shape& extent) {
+    DARRAY_THROW_IF(extent.size() > static_cast<std::size_t>(max_copy_rank), NotSupported, "collective",
+                    "rank " << extent.size() << " blocks; at most 8 dims");
+    Move m;
+    m.rank = static_cast<int>(extent.size());
+    for (std::size_t d = 0; d < extent.size(); ++d) m.extent[d] = extent[d];
+    return m;
+  };
+  MoveList list;
+  std::vector<Move> received;
+  for (const Piece& p : plan.recvs) received.push_back(move_of(p.extent));
+  for (const Copy& c : plan.copies) {
+    const Region dst = region(static_cast<int>(c.target), box_shape(plan.targets[c.target].out_index), c.dst_start);
+    if (c.from == CopySource::shard) {
+      Move m = move_of(c.extent);
+      m.src = region(buffer.at(c.source), c.src_shape, c.src_start);
+      m.dst.push_back(dst);
+      list.local.push_back(std::move(m));
+    } else if (c.from == CopySource::received) {
+      received[static_cast<std::size_t>(c.source)].dst.push_back(dst);
+    }
   }
-  return recv;
+  for (std::size_t i = 0; i < plan.recvs.size(); ++i) {
+    DARRAY_THROW_IF(received[i].dst.empty(), Error, "collective", "internal: received piece " << i << " has no use");
+    add_peer_move(list.recvs, plan.recvs[i].process, std::move(received[i]));
+  }
+  for (const Piece& p : plan.sends) {
+    Move m = move_of(p.extent);
+    m.src = region(buffer.at(p.key_device), p.src_shape, p.src_start);
+    add_peer_move(list.sends, p.process, std::move(m));
+  }
+  list.colors = plan.colors;
+  return list;
 }
 
-// The result of the plan on operand a (rank R may differ from N: all_gather stacked). reduction: slots carry
-// the data (psum, pmax, pmin, psum_scatter), else pieces do.
+// The engine of a movement plan for elements of `bytes` bytes, built once per plan and element size.
+inline const MoveEngine& collective_engine(const CollectivePlan& plan, std::size_t bytes) {
+  auto it = plan.engines.find(bytes);
+  if (it == plan.engines.end())
+    it = plan.engines.emplace(bytes, std::make_shared<const MoveEngine>(collective_moves(plan), bytes, "collective"))
+             .first;
+  return *it->second;
+}
+
+// Checks `out` against the plan's result (shape, sharding) for the kept-output forms.
+template <class T, int R, class M>
+void check_kept_output(const char* api, const CollectivePlan& plan, const DistributedArray<T, R, M>& out) {
+  DARRAY_THROW_IF(out.shape() != plan.out_shape || out.sharding() != plan.out_sharding, InvalidArgument, api,
+                  "output array of shape " << shape_to_string(out.shape()) << " sharded as " << out.sharding()
+                                           << "; expected shape " << shape_to_string(plan.out_shape)
+                                           << " sharded as " << plan.out_sharding);
+}
+
+// Runs the plan on operand a into the result blocks `out` (one per target, in target order). reduction: slots
+// carry the data (psum, pmax, pmin, psum_scatter), else pieces do. `fresh`: the blocks were just allocated (zero
+// fill done by the allocation).
 template <int R, class T, int N, class M>
-DistributedArray<T, R, M> execute_plan(const char* api, const CollectivePlan& plan, const DistributedArray<T, N, M>& a,
-                                       bool reduction, ReduceOp op) {
+void execute_plan_into(const char* api, const CollectivePlan& plan, const DistributedArray<T, N, M>& a,
+                       bool reduction, ReduceOp op, std::vector<Shard<T, R, M>>& out, bool fresh) {
   using Exec = typename M::execution_space;
   const Exec space;
   Kokkos::fence();  // kernels that wrote the operand may still run
   ShardPointers<T> shard;
   for (const auto& s : a.addressable_shards()) shard.emplace(s.device.id, s.data.data());
+  if (!fresh)
+    for (std::size_t t = 0; t < plan.targets.size(); ++t)
+      if (plan.targets[t].zero_fill) Kokkos::deep_copy(space, out[t].data, T{});
 
+  if (reduction) {
+    const Kokkos::View<T*, M> slots = reduce_slots<T, M>(space, plan, shard, op);
+    for (const Copy& c : plan.copies) {
+      const T* src = slots.data() + plan.slots[static_cast<std::size_t>(c.source)].offset;
+      auto& dst = out[c.target];
+      copy_region<T, M>(space, src, c.src_shape, c.src_start, dst.data.data(), box_shape(dst.index), c.dst_start,
+                        c.extent);
+    }
+    space.fence();
+    return;
+  }
+  const MoveEngine& engine = collective_engine(plan, sizeof(T));
+  std::vector<const T*> src(plan.targets.size());
+  std::vector<T*> dst(plan.targets.size());
+  for (std::size_t k = 0; k < plan.targets.size(); ++k) {
+    src[k] = shard.at(plan.targets[k].device.id);
+    dst[k] = out[k].data.data();
+  }
+  engine.run<T, M>(src, dst);
+}
+
+// The result of the plan on operand a (rank R may differ from N: all_gather stacked), in fresh blocks.
+template <int R, class T, int N, class M>
+DistributedArray<T, R, M> execute_plan(const char* api, const CollectivePlan& plan, const DistributedArray<T, N, M>& a,
+                                       bool reduction, ReduceOp op) {
   std::vector<Shard<T, R, M>> out;
   out.reserve(plan.targets.size());
   for (const Target& t : plan.targets)
     out.push_back(Shard<T, R, M>{t.device, t.out_index, plan.out_sharding.replica_id(t.device),
                                  allocate_view<T, R, M>(std::string("darray::") + api, box_shape(t.out_index),
                                                         /*initialize=*/t.zero_fill)});
+  execute_plan_into<R>(api, plan, a, reduction, op, out, /*fresh=*/true);
+  return detail::adopt_shards<T, R, M>(plan.out_shape, plan.out_sharding, std::move(out));
+}
 
-  Kokkos::View<T*, M> slots, received;
-  if (reduction)
-    slots = reduce_slots<T, M>(space, plan, shard, op);
-  else
-    received = exchange_pieces<T, M>(api, space, plan, shard);
-
-  for (const Copy& c : plan.copies) {
-    const T* src = c.from == CopySource::shard ? shard.at(c.source)
-                   : c.from == CopySource::received
-                       ? received.data() + plan.recvs[static_cast<std::size_t>(c.source)].offset
-                       : slots.data() + plan.slots[static_cast<std::size_t>(c.source)].offset;
-    auto& dst = out[c.target];
-    copy_region<T, M>(space, src, c.src_shape, c.src_start, dst.data.data(), box_shape(dst.index), c.dst_start,
-                      c.extent);
-  }
-  space.fence();
-  return DistributedArray<T, R, M>(AdoptShards{}, plan.out_shape, plan.out_sharding, std::move(out));
+// The same into `out`, an array already sharded as the result (a previous call's result): no allocation.
+template <int R, class T, int N, class M>
+void execute_plan(const char* api, const CollectivePlan& plan, const DistributedArray<T, N, M>& a, bool reduction,
+                  ReduceOp op, DistributedArray<T, R, M>& out) {
+  check_kept_output(api, plan, out);
+  auto shards = out.addressable_shards();  // views share their data: writing them writes `out`
+  execute_plan_into<R>(api, plan, a, reduction, op, shards, /*fresh=*/false);
 }
 
 }  // namespace coll

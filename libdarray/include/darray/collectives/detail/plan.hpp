@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <unordered_map>
 #include <utility>
@@ -20,6 +21,7 @@
 
 namespace darray {
 namespace detail {
+class MoveEngine;
 namespace coll {
 
 // The result block of one of this process's devices.
@@ -89,6 +91,8 @@ struct CollectivePlan {
   std::vector<int> colors;
   std::vector<int> group_ranks;
   int component_size = 1;
+  // Movement plans: the exchange engine per element size, built on first use (collectives/detail/execute.hpp).
+  mutable std::map<std::size_t, std::shared_ptr<const MoveEngine>> engines;
 };
 
 // Packed-buffer offsets of sorted pieces; returns the total element count.

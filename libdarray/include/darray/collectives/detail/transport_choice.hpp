@@ -18,7 +18,7 @@ bool collective_uses_nccl() {
   if constexpr (host_accessible_v<M>) {
     return false;
   } else {
-    return parse_backend("darray::backend()", backend()) == Backend::nccl;
+    return backend() == Backend::nccl;
   }
 }
 

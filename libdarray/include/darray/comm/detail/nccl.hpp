@@ -50,12 +50,12 @@ inline std::string cuda_error_text(cudaError_t rc) {
                                 static_cast<int>(darray_nccl_rc_), __FILE__, __LINE__);    \
   } while (false)
 
-// DARRAY_CUDA_CHECK(cudaSetDevice(0)): CUDA runtime errors of the NCCL path become darray::NcclError too.
+// DARRAY_CUDA_CHECK(cudaSetDevice(0)): CUDA runtime errors become darray::CudaError naming the call and the error.
 #define DARRAY_CUDA_CHECK(call)                                                            \
   do {                                                                                     \
     const cudaError_t darray_cuda_rc_ = (call);                                            \
     if (darray_cuda_rc_ != cudaSuccess)                                                    \
-      throw ::darray::NcclError(#call, ::darray::detail::cuda_error_text(darray_cuda_rc_), \
+      throw ::darray::CudaError(#call, ::darray::detail::cuda_error_text(darray_cuda_rc_), \
                                 static_cast<int>(darray_cuda_rc_), __FILE__, __LINE__);    \
   } while (false)
 

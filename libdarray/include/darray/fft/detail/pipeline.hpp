@@ -34,7 +34,7 @@ template <class T, class M>
 DistributedArray<T, 3, M> allocate(const NamedSharding& sharding, const Shape& shape) {
   const auto devs = darray::detail::process_device_blocks(sharding, shape, process_index());
   auto shards = darray::detail::allocate_shards<T, 3, M>(devs, /*initialize=*/false);
-  return DistributedArray<T, 3, M>(darray::detail::AdoptShards{}, shape, sharding, std::move(shards));
+  return darray::detail::adopt_shards<T, 3, M>(shape, sharding, std::move(shards));
 }
 
 // a *= factor on every shard, in the memory space's execution space (a kernel on GPUs).

@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "darray/core/index.hpp"
-#include "darray/redistribute/detail/box_kernels.hpp"
+#include "darray/array/detail/strided_copy.hpp"
 
 namespace darray {
 namespace detail {
@@ -19,11 +19,11 @@ template <class T, class ExecSpace>
 void fill_box_kernel(const ExecSpace& space, T* data, const Shape& extents, const Index& region, const T& value) {
   const int64_t n = volume(region);
   if (n == 0) return;
-  const BoxGeometry g = box_geometry(full_index(extents), full_index(extents), region);
+  const CopyGeometry g = box_copy_geometry(full_index(extents), full_index(extents), region);
   Kokkos::parallel_for(
       "darray::halo::fill", Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<int64_t>>(space, 0, n),
       KOKKOS_LAMBDA(const int64_t i) {
-        int64_t rest = i, t = g.dst_base;
+        int64_t rest = i, t = g.dst_offset;
         for (int d = g.rank - 1; d >= 0; --d) {
           t += (rest % g.extent[d]) * g.dst_stride[d];
           rest /= g.extent[d];

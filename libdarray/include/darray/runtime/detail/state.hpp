@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "darray/core/error.hpp"
+#include "darray/runtime/backend.hpp"
 #include "darray/runtime/device.hpp"
 #include "darray/runtime/launcher.hpp"
 
@@ -24,7 +25,7 @@ struct RuntimeState {
   int local_size = 1;
   int thread_level = 0;
   LauncherInfo launcher;
-  std::string backend = "mpi";
+  Backend backend = Backend::mpi;
   DeviceKind device_kind = DeviceKind::cpu;
   int host_device_count = 1;
   bool consistency_checks = false;  // DARRAY_CHECK, agreed across processes at start-up

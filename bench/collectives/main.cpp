@@ -1,0 +1,210 @@
+// bench/collectives: each collective as users call it (allocating: y = psum(x, "i")) and into a kept output
+// (psum(x, "i", y)), against the raw MPI call on the same bytes measured in the same run: MPI_Allreduce,
+// MPI_Allgather, MPI_Alltoall, MPI_Sendrecv. With several devices per process the baseline is the hand-written
+// equivalent: memcpy between the process's device blocks plus the one MPI call across processes. The mesh is 1-D
+// ("i") over every device; each device holds one block of --sizes bytes. Times are per call, max over processes;
+// each of --reps repetitions runs enough calls to last about a millisecond; min and median are printed.
+#include <mpi.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <darray/darray.hpp>
+#include <functional>
+#include <string>
+#include <vector>
+
+using namespace darray;
+
+namespace {
+
+struct Stats {
+  double min = 0, median = 0;
+};
+
+// Per-call time of fn (max over processes), over reps repetitions of `calls` calls each.
+Stats time_calls(int reps, int calls, const std::function<void()>& fn) {
+  fn();  // warm-up: plans, communicators, first touch
+  std::vector<double> t;
+  for (int r = 0; r < reps; ++r) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double t0 = MPI_Wtime();
+    for (int c = 0; c < calls; ++c) fn();
+    double dt = (MPI_Wtime() - t0) / calls, tmax = 0;
+    MPI_Allreduce(&dt, &tmax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    t.push_back(tmax);
+  }
+  std::sort(t.begin(), t.end());
+  return Stats{t.front(), t[t.size() / 2]};
+}
+
+struct Row {
+  std::string op;
+  std::size_t bytes = 0;
+  Stats alloc, kept, raw;
+};
+
+void print_header() {
+  std::printf("%-11s %10s %11s %11s %11s %9s %9s %9s %9s\n", "collective", "B/device", "alloc[us]", "kept[us]",
+              "raw[us]", "alloc/raw", "kept/raw", "(median", "median)");
+}
+
+void print_row(const Row& r) {
+  std::printf("%-11s %10zu %11.2f %11.2f %11.2f %9.2f %9.2f %9.2f %9.2f\n", r.op.c_str(), r.bytes, r.alloc.min * 1e6,
+              r.kept.min * 1e6, r.raw.min * 1e6, r.alloc.min / r.raw.min, r.kept.min / r.raw.min,
+              r.alloc.median / r.raw.median, r.kept.median / r.raw.median);
+  std::fflush(stdout);
+}
+
+// The process's device blocks of a as host pointers, in local-device order.
+std::vector<double*> blocks(const DistributedArray<double, 1>& a) {
+  std::vector<double*> p;
+  for (const auto& s : a.addressable_shards()) p.push_back(s.data.data());
+  return p;
+}
+
+int calls_for(std::size_t bytes) {
+  const std::size_t target = std::size_t{4} << 20;  // about 4 MiB moved per repetition
+  return static_cast<int>(std::clamp<std::size_t>(target / std::max<std::size_t>(bytes, 1), 1, 2000));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Environment env(argc, argv);
+  CLI::App app{"bench/collectives: collectives (allocating and kept output) against raw MPI in the same run"};
+  std::vector<std::size_t> sizes{8, 65536, 8388608};
+  std::vector<std::string> ops{"psum", "all_gather", "all_to_all", "ppermute"};
+  int reps = 7;
+  app.add_option("--sizes", sizes, "bytes per device, comma-separated")->delimiter(',')->check(CLI::PositiveNumber);
+  app.add_option("--ops", ops, "collectives to time")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"psum", "all_gather", "all_to_all", "ppermute"}));
+  app.add_option("--reps", reps, "repetitions (min and median reported)")->check(CLI::PositiveNumber);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return process_index() == 0 ? app.exit(e) : 1;
+  }
+  const int np = process_count(), k = local_device_count();
+  const int64_t nd = device_count();
+  const bool root = process_index() == 0;
+  const int me = process_index(), next = (me + 1) % np, prev = (me + np - 1) % np;
+  if (root) {
+    std::printf("# bench/collectives: %d process(es) x %d host device(s), reps %d, backend %s\n", np, k, reps,
+                to_string(backend()));
+    print_header();
+  }
+  const Mesh mesh = make_mesh({nd}, {"i"});
+  const NamedSharding by_i(mesh, P{"i"});
+  for (const std::string& op : ops)
+    for (const std::size_t size : sizes) {
+      Row r;
+      r.op = op;
+      const int calls = calls_for(size);
+      if (op == "psum") {
+        const int64_t n = std::max<int64_t>(1, static_cast<int64_t>(size / 8));
+        r.bytes = static_cast<std::size_t>(n) * 8;
+        auto x = full<double, 1>({nd * n}, 1.0, by_i);
+        auto y = psum(x, "i");
+        r.alloc = time_calls(reps, calls, [&] { y = psum(x, "i"); });
+        r.kept = time_calls(reps, calls, [&] { psum(x, "i", y); });
+        const auto in = blocks(x);
+        const auto out = blocks(y);
+        std::vector<double> sum(static_cast<std::size_t>(n));
+        r.raw = time_calls(reps, calls, [&] {
+          const auto count = static_cast<std::size_t>(n);
+          if (k == 1) {
+            MPI_Allreduce(in[0], out[0], static_cast<int>(n), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+            return;
+          }
+          std::memcpy(sum.data(), in[0], count * 8);
+          for (int a = 1; a < k; ++a)
+            for (std::size_t e = 0; e < count; ++e) sum[e] += in[static_cast<std::size_t>(a)][e];
+          MPI_Allreduce(MPI_IN_PLACE, sum.data(), static_cast<int>(n), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+          for (int a = 0; a < k; ++a) std::memcpy(out[static_cast<std::size_t>(a)], sum.data(), count * 8);
+        });
+      } else if (op == "all_gather") {
+        const int64_t n = std::max<int64_t>(1, static_cast<int64_t>(size / 8));
+        r.bytes = static_cast<std::size_t>(n) * 8;
+        auto x = full<double, 1>({nd * n}, 1.0, by_i);
+        auto y = all_gather(x, "i", 0, tiled);
+        r.alloc = time_calls(reps, calls, [&] { y = all_gather(x, "i", 0, tiled); });
+        r.kept = time_calls(reps, calls, [&] { all_gather(x, "i", 0, tiled, y); });
+        const auto in = blocks(x);
+        const auto out = blocks(y);
+        const auto count = static_cast<std::size_t>(n);
+        std::vector<double> send(count * static_cast<std::size_t>(k));
+        r.raw = time_calls(reps, calls, [&] {
+          if (k == 1) {
+            MPI_Allgather(in[0], static_cast<int>(n), MPI_DOUBLE, out[0], static_cast<int>(n), MPI_DOUBLE,
+                          MPI_COMM_WORLD);
+            return;
+          }
+          for (int a = 0; a < k; ++a) std::memcpy(send.data() + a * count, in[static_cast<std::size_t>(a)], count * 8);
+          MPI_Allgather(send.data(), static_cast<int>(count * k), MPI_DOUBLE, out[0], static_cast<int>(count * k),
+                        MPI_DOUBLE, MPI_COMM_WORLD);
+          for (int a = 1; a < k; ++a)
+            std::memcpy(out[static_cast<std::size_t>(a)], out[0], count * static_cast<std::size_t>(nd) * 8);
+        });
+      } else if (op == "all_to_all") {
+        // Each block holds one chunk per device of the axis: chunk j goes to device j.
+        const int64_t c = std::max<int64_t>(1, static_cast<int64_t>(size / 8) / nd);
+        r.bytes = static_cast<std::size_t>(c * nd) * 8;
+        auto x = full<double, 1>({nd * nd * c}, 1.0, by_i);
+        auto y = all_to_all(x, "i", 0, 0);
+        r.alloc = time_calls(reps, calls, [&] { y = all_to_all(x, "i", 0, 0); });
+        r.kept = time_calls(reps, calls, [&] { all_to_all(x, "i", 0, 0, y); });
+        const auto in = blocks(x);
+        const auto out = blocks(y);
+        const auto cb = static_cast<std::size_t>(c) * 8;
+        const auto kk = static_cast<std::size_t>(k) * static_cast<std::size_t>(k);
+        std::vector<double> send(kk * static_cast<std::size_t>(np * c)), recv(send.size());
+        r.raw = time_calls(reps, calls, [&] {
+          if (k == 1) {
+            MPI_Alltoall(in[0], static_cast<int>(c), MPI_DOUBLE, out[0], static_cast<int>(c), MPI_DOUBLE,
+                         MPI_COMM_WORLD);
+            return;
+          }
+          // send[q][a][b]: chunk for device (q, b) from local device a.
+          for (int q = 0; q < np; ++q)
+            for (int a = 0; a < k; ++a)
+              for (int b = 0; b < k; ++b)
+                std::memcpy(send.data() + ((static_cast<std::size_t>(q) * k + a) * k + b) * c,
+                            in[static_cast<std::size_t>(a)] + (static_cast<std::size_t>(q) * k + b) * c, cb);
+          MPI_Alltoall(send.data(), static_cast<int>(kk * c), MPI_DOUBLE, recv.data(), static_cast<int>(kk * c),
+                       MPI_DOUBLE, MPI_COMM_WORLD);
+          for (int q = 0; q < np; ++q)
+            for (int a = 0; a < k; ++a)
+              for (int b = 0; b < k; ++b)
+                std::memcpy(out[static_cast<std::size_t>(b)] + (static_cast<std::size_t>(q) * k + a) * c,
+                            recv.data() + ((static_cast<std::size_t>(q) * k + a) * k + b) * c, cb);
+        });
+      } else {  // ppermute: a cyclic shift by one along the axis
+        const int64_t n = std::max<int64_t>(1, static_cast<int64_t>(size / 8));
+        r.bytes = static_cast<std::size_t>(n) * 8;
+        std::vector<std::pair<int, int>> perm;
+        for (int i = 0; i < static_cast<int>(nd); ++i) perm.emplace_back(i, (i + 1) % static_cast<int>(nd));
+        auto x = full<double, 1>({nd * n}, 1.0, by_i);
+        auto y = ppermute(x, "i", perm);
+        r.alloc = time_calls(reps, calls, [&] { y = ppermute(x, "i", perm); });
+        r.kept = time_calls(reps, calls, [&] { ppermute(x, "i", perm, y); });
+        const auto in = blocks(x);
+        const auto out = blocks(y);
+        const auto count = static_cast<std::size_t>(n);
+        r.raw = time_calls(reps, calls, [&] {
+          for (int a = 0; a + 1 < k; ++a)
+            std::memcpy(out[static_cast<std::size_t>(a) + 1], in[static_cast<std::size_t>(a)], count * 8);
+          if (np == 1) {
+            std::memcpy(out[0], in[static_cast<std::size_t>(k) - 1], count * 8);
+            return;
+          }
+          MPI_Sendrecv(in[static_cast<std::size_t>(k) - 1], static_cast<int>(n), MPI_DOUBLE, next, 7, out[0],
+                       static_cast<int>(n), MPI_DOUBLE, prev, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        });
+      }
+      if (root) print_row(r);
+    }
+  return 0;
+}

@@ -1,0 +1,204 @@
+// The one box-copy kernel of the library: copies an N-d region (N <= 8) between two buffers in which it lies at any
+// element strides (row-major blocks of different boxes, permuted axis orders, packed message buffers). Every pack,
+// unpack and same-process copy of the exchange engine, the collectives, the halo and the FFT runs through it. The
+// geometry is simplified first (unit dims dropped, dims ordered by the destination's strides, dims contiguous on
+// both sides merged), so the host copies long memcpy runs and a device kernel walks few dims.
+#pragma once
+
+#include <Kokkos_Core.hpp>
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "darray/array/detail/stream_copy.hpp"
+#include "darray/array/detail/view.hpp"
+#include "darray/core/error.hpp"
+#include "darray/core/index.hpp"
+
+namespace darray {
+namespace detail {
+
+inline constexpr int max_copy_rank = 8;
+
+// A region of `extent` elements per dim, at src_offset + sum(i[d] * src_stride[d]) in the source and likewise in
+// the destination (all in elements). Flat arrays, so a device kernel captures it by value.
+struct CopyGeometry {
+  int rank = 0;
+  int64_t extent[max_copy_rank] = {};
+  int64_t src_stride[max_copy_rank] = {};
+  int64_t dst_stride[max_copy_rank] = {};
+  int64_t src_offset = 0;
+  int64_t dst_offset = 0;
+
+  int64_t elements() const {
+    int64_t n = 1;
+    for (int d = 0; d < rank; ++d) n *= extent[d];
+    return n;
+  }
+};
+
+// Row-major element strides of a buffer of `shape`.
+inline void row_major_strides_into(const Shape& shape, int64_t* strides) {
+  int64_t s = 1;
+  for (std::size_t d = shape.size(); d-- > 0;) {
+    strides[d] = s;
+    s *= shape[d];
+  }
+}
+
+// `region` (global coordinates) copied from the row-major buffer of src_box to the row-major buffer of dst_box.
+inline CopyGeometry box_copy_geometry(const Index& src_box, const Index& dst_box, const Index& region) {
+  CopyGeometry g;
+  g.rank = static_cast<int>(region.size());
+  DARRAY_THROW_IF(g.rank > max_copy_rank, NotSupported, "copy", "rank " << g.rank << " arrays; at most 8 dims");
+  int64_t ss[max_copy_rank], ds[max_copy_rank];
+  row_major_strides_into(box_shape(src_box), ss);
+  row_major_strides_into(box_shape(dst_box), ds);
+  for (int d = 0; d < g.rank; ++d) {
+    const auto k = static_cast<std::size_t>(d);
+    g.extent[d] = region[k].size();
+    g.src_stride[d] = ss[d];
+    g.dst_stride[d] = ds[d];
+    g.src_offset += (region[k].start - src_box[k].start) * ss[d];
+    g.dst_offset += (region[k].start - dst_box[k].start) * ds[d];
+  }
+  return g;
+}
+
+// The same copy with unit dims dropped, dims sorted outermost-first by destination stride (so writes stream), and
+// neighbours that are contiguous on both sides merged. An empty region keeps one dim of extent 0.
+inline CopyGeometry simplify(const CopyGeometry& in) {
+  CopyGeometry g;
+  g.src_offset = in.src_offset;
+  g.dst_offset = in.dst_offset;
+  int order[max_copy_rank];
+  int n = 0;
+  for (int d = 0; d < in.rank; ++d) {
+    if (in.extent[d] == 0) {
+      g.rank = 1;
+      g.extent[0] = 0;
+      g.src_stride[0] = g.dst_stride[0] = 1;
+      return g;
+    }
+    if (in.extent[d] != 1) order[n++] = d;
+  }
+  std::stable_sort(order, order + n, [&](int a, int b) {
+    return in.dst_stride[a] != in.dst_stride[b] ? in.dst_stride[a] > in.dst_stride[b]
+                                                : in.src_stride[a] > in.src_stride[b];
+  });
+  for (int k = 0; k < n; ++k) {
+    const int d = order[k];
+    if (g.rank > 0) {
+      const int last = g.rank - 1;
+      // `last` is outer to d: merge when one step of it is exactly d's whole extent on both sides.
+      if (g.src_stride[last] == in.src_stride[d] * in.extent[d] &&
+          g.dst_stride[last] == in.dst_stride[d] * in.extent[d]) {
+        g.extent[last] *= in.extent[d];
+        g.src_stride[last] = in.src_stride[d];
+        g.dst_stride[last] = in.dst_stride[d];
+        continue;
+      }
+    }
+    g.extent[g.rank] = in.extent[d];
+    g.src_stride[g.rank] = in.src_stride[d];
+    g.dst_stride[g.rank] = in.dst_stride[d];
+    ++g.rank;
+  }
+  if (g.rank == 0) {  // a single element
+    g.rank = 1;
+    g.extent[0] = 1;
+    g.src_stride[0] = g.dst_stride[0] = 1;
+  }
+  return g;
+}
+
+// Host copy of a simplified geometry: memcpy (or streaming stores) of the inner run where both sides are
+// contiguous along it, an element loop otherwise.
+template <class T>
+void strided_copy_host(const T* src, T* dst, const CopyGeometry& g, bool streaming) {
+  static_assert(std::is_trivially_copyable<T>::value, "array elements are copied as bytes");
+  const int inner = g.rank - 1;
+  const int64_t run = g.extent[inner];
+  if (run == 0) return;
+  const bool contiguous = g.src_stride[inner] == 1 && g.dst_stride[inner] == 1;
+  const std::size_t run_bytes = static_cast<std::size_t>(run) * sizeof(T);
+  int64_t counter[max_copy_rank] = {};
+  const T* s = src + g.src_offset;
+  T* t = dst + g.dst_offset;
+  while (true) {
+    if (contiguous) {
+      if (streaming)
+        stream_copy(t, s, run_bytes);
+      else
+        std::memcpy(static_cast<void*>(t), static_cast<const void*>(s), run_bytes);
+    } else {
+      const int64_t a = g.src_stride[inner], b = g.dst_stride[inner];
+      for (int64_t k = 0; k < run; ++k) t[k * b] = s[k * a];
+    }
+    int d = inner;
+    while (true) {
+      if (d == 0) return;
+      --d;
+      s += g.src_stride[d];
+      t += g.dst_stride[d];
+      if (++counter[d] < g.extent[d]) break;
+      s -= g.src_stride[d] * g.extent[d];
+      t -= g.dst_stride[d] * g.extent[d];
+      counter[d] = 0;
+    }
+  }
+}
+
+// Device copy of a simplified geometry: one work item per element, the destination's innermost dim fastest
+// (coalesced writes); 32-bit index arithmetic when the region allows it. Not fenced.
+template <class I, class T, class ExecSpace>
+void strided_copy_kernel_impl(const ExecSpace& space, const T* src, T* dst, const CopyGeometry& g, int64_t n) {
+  const T* s0 = src + g.src_offset;
+  T* t0 = dst + g.dst_offset;
+  Kokkos::parallel_for(
+      "darray::strided_copy", Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<I>>(space, 0, static_cast<I>(n)),
+      KOKKOS_LAMBDA(const I i) {
+        I rest = i;
+        int64_t s = 0, t = 0;
+        for (int d = g.rank - 1; d > 0; --d) {
+          const I e = static_cast<I>(g.extent[d]);
+          const I c = rest % e;
+          rest /= e;
+          s += static_cast<int64_t>(c) * g.src_stride[d];
+          t += static_cast<int64_t>(c) * g.dst_stride[d];
+        }
+        s += static_cast<int64_t>(rest) * g.src_stride[0];
+        t += static_cast<int64_t>(rest) * g.dst_stride[0];
+        t0[t] = s0[s];
+      });
+}
+
+template <class T, class ExecSpace>
+void strided_copy_kernel(const ExecSpace& space, const T* src, T* dst, const CopyGeometry& g) {
+  const int64_t n = g.elements();
+  if (n == 0) return;
+  if (n <= INT32_MAX)
+    strided_copy_kernel_impl<int32_t>(space, src, dst, g, n);
+  else
+    strided_copy_kernel_impl<int64_t>(space, src, dst, g, n);
+}
+
+// Copies the region `g` describes between buffers of MemorySpace: on the host right away (memcpy runs), elsewhere
+// by a kernel on `space` (fence before MPI or NCCL reads the destination). `streaming` (host only) writes with
+// non-temporal stores; the caller then issues stream_fence() once its copies are done.
+template <class T, class MemorySpace, class ExecSpace>
+void strided_copy(const ExecSpace& space, const T* src, T* dst, const CopyGeometry& g, bool streaming = false) {
+  const CopyGeometry s = simplify(g);
+  if constexpr (host_accessible_v<MemorySpace>) {
+    (void)space;
+    strided_copy_host(src, dst, s, streaming);
+  } else {
+    (void)streaming;
+    strided_copy_kernel(space, src, dst, s);
+  }
+}
+
+}  // namespace detail
+}  // namespace darray

@@ -1,0 +1,422 @@
+// The exchange engine: every movement of array data between devices (reshard, FFT transposes, halo phases, the
+// collectives that move blocks) is a MoveList of pieces (a region of a source buffer -> a region of a destination
+// buffer, with the peer process) that a feature builds once from replicated metadata, and one MoveEngine executes:
+// - host memory: MPI straight between the buffers, each remote piece as bytes or a strided datatype built once
+//   with the plan (Open MPI packs into its own transport buffers; nothing is staged by us); same-process pieces are
+//   copied while the messages fly;
+// - device memory: pack kernels into one contiguous send buffer (a segment per peer), grouped ncclSend/ncclRecv
+//   (NCCL backend) or MPI point-to-point (CUDA-aware MPI on device pointers where the MPI library says it is, else
+//   through host mirrors), unpack kernels; same-process pieces as device copies.
+// No call makes a collective decision: the method follows from the memory space and the agreed backend, so the
+// only MPI traffic is the data itself.
+#pragma once
+
+#include <mpi.h>
+
+#include <Kokkos_Core.hpp>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "darray/array/detail/strided_copy.hpp"
+#include "darray/array/detail/view.hpp"
+#include "darray/comm/detail/cuda_aware.hpp"
+#include "darray/comm/detail/requests.hpp"
+#include "darray/comm/group.hpp"
+#include "darray/comm/limits.hpp"
+#include "darray/comm/world_transport.hpp"
+#include "darray/core/error.hpp"
+#include "darray/core/index.hpp"
+#include "darray/redistribute/detail/messages.hpp"
+#include "darray/runtime/environment.hpp"
+
+namespace darray {
+namespace detail {
+
+// Where a piece lies in one of the caller's buffers: buffer index, element offset of the piece's first element and
+// the element stride of each of the piece's dims.
+struct Region {
+  int buffer = 0;
+  int64_t offset = 0;
+  std::array<int64_t, max_copy_rank> stride{};
+};
+
+// A piece: `extent` elements per dim, walked in row-major order of its dims on both sides of a message.
+struct Move {
+  int rank = 0;
+  std::array<int64_t, max_copy_rank> extent{};
+  Region src;               // sends and local copies
+  std::vector<Region> dst;  // receives and local copies: the first receives the bytes, the others get copies
+
+  int64_t elements() const {
+    int64_t n = 1;
+    for (int d = 0; d < rank; ++d) n *= extent[static_cast<std::size_t>(d)];
+    return n;
+  }
+};
+
+struct PeerMoves {
+  int process = -1;  // process index in the job
+  std::vector<Move> moves;
+  int64_t elements = 0;
+};
+
+// What a feature hands the engine. sends/recvs: one entry per remote peer process; the k-th move to a peer matches
+// the peer's k-th move from this process (both sides derive the lists from the same metadata, in the same order).
+struct MoveList {
+  std::vector<Move> local;
+  std::vector<PeerMoves> sends, recvs;
+  // One color per process of the job when every peer shares this process's mesh-axis group (the exchange then
+  // runs on that group's communicator), else empty.
+  std::vector<int> colors;
+};
+
+// Region of `piece` (global coordinates) inside a buffer holding `box` with the given element strides per global
+// dim (row-major: row_major_region below).
+inline Region region_in(int buffer, const Index& box, const Index& piece, const int64_t* strides) {
+  Region r;
+  r.buffer = buffer;
+  for (std::size_t d = 0; d < piece.size(); ++d) {
+    r.offset += (piece[d].start - box[d].start) * strides[d];
+    r.stride[d] = strides[d];
+  }
+  return r;
+}
+
+inline Region row_major_region(int buffer, const Index& box, const Index& piece) {
+  int64_t strides[max_copy_rank];
+  row_major_strides_into(box_shape(box), strides);
+  return region_in(buffer, box, piece, strides);
+}
+
+inline Move make_move(const Index& piece, Region src, Region dst) {
+  DARRAY_THROW_IF(piece.size() > static_cast<std::size_t>(max_copy_rank), NotSupported, "exchange",
+                  "rank " << piece.size() << " arrays; at most 8 dims");
+  Move m;
+  m.rank = static_cast<int>(piece.size());
+  for (std::size_t d = 0; d < piece.size(); ++d) m.extent[d] = piece[d].size();
+  m.src = src;
+  m.dst.push_back(dst);
+  return m;
+}
+
+// A move appended to the entry of `process` (entries kept in the order processes first appear; sort_peers()
+// orders them by process).
+inline void add_peer_move(std::vector<PeerMoves>& peers, int process, Move move) {
+  PeerMoves* p = nullptr;
+  for (auto it = peers.rbegin(); it != peers.rend(); ++it)
+    if (it->process == process) {
+      p = &*it;
+      break;
+    }
+  if (p == nullptr) {
+    peers.push_back(PeerMoves{process, {}, 0});
+    p = &peers.back();
+  }
+  p->elements += move.elements();
+  p->moves.push_back(std::move(move));
+}
+
+// Colors of a set of mesh-axis groups extended to every process of the job (processes outside the mesh get a group
+// of their own), or empty when the exchange runs on the whole job.
+inline std::vector<int> job_colors(std::vector<int> colors, int process_count) {
+  if (colors.empty()) return colors;
+  int next = 0;
+  for (int c : colors) next = std::max(next, c + 1);
+  colors.resize(static_cast<std::size_t>(process_count), -1);
+  for (int& c : colors)
+    if (c < 0) c = next++;
+  return colors;
+}
+
+// The copy of a move from a region of one buffer to a region of another.
+inline CopyGeometry move_geometry(const Move& m, const Region& from, const Region& to) {
+  CopyGeometry g;
+  g.rank = m.rank;
+  for (int d = 0; d < m.rank; ++d) {
+    const auto k = static_cast<std::size_t>(d);
+    g.extent[d] = m.extent[k];
+    g.src_stride[d] = from.stride[k];
+    g.dst_stride[d] = to.stride[k];
+  }
+  g.src_offset = from.offset;
+  g.dst_offset = to.offset;
+  return g;
+}
+
+// A packed (row-major, contiguous) region at element `at` of a staging buffer.
+inline Region packed_region(const Move& m, int64_t at) {
+  Region r;
+  r.offset = at;
+  int64_t s = 1;
+  for (int d = m.rank; d-- > 0;) {
+    r.stride[static_cast<std::size_t>(d)] = s;
+    s *= m.extent[static_cast<std::size_t>(d)];
+  }
+  return r;
+}
+
+// Send and receive staging of the device path; kept by callers that run one engine repeatedly (an FFT plan), grown
+// on demand. The host mirrors serve MPI on device memory when MPI cannot read device pointers.
+template <class T, class M>
+struct EngineBuffers {
+  Kokkos::View<T*, M> send, recv;
+  typename Kokkos::View<T*, M>::HostMirror send_host, recv_host;
+
+  void reserve(int64_t send_elements, int64_t recv_elements, bool mirrors) {
+    grow(send, send_host, send_elements, "darray::exchange send", mirrors);
+    grow(recv, recv_host, recv_elements, "darray::exchange recv", mirrors);
+  }
+
+ private:
+  static void grow(Kokkos::View<T*, M>& v, typename Kokkos::View<T*, M>::HostMirror& host, int64_t n,
+                   const char* label, bool mirrors) {
+    if (static_cast<std::size_t>(n) > v.extent(0)) {
+      v = Kokkos::View<T*, M>();  // free before allocating the larger one
+      v = Kokkos::View<T*, M>(Kokkos::view_alloc(std::string(label), Kokkos::WithoutInitializing),
+                              static_cast<std::size_t>(n));
+      host = typename Kokkos::View<T*, M>::HostMirror();
+    }
+    if (mirrors && host.extent(0) < v.extent(0)) host = Kokkos::create_mirror_view(v);
+  }
+};
+
+class MoveEngine {
+ public:
+  // `api` names the operation in errors ("reshard", "fft transpose", ...); `element_bytes` the element size the
+  // datatypes of the host path are built for.
+  MoveEngine(MoveList list, std::size_t element_bytes, const char* api)
+      : m_list(std::move(list)), m_element_bytes(element_bytes), m_api(api) {
+    DARRAY_THROW_IF(element_bytes == 0, InvalidArgument, api, "element size 0; expected a positive size");
+    m_colors = job_colors(m_list.colors, process_count());
+    for (const PeerMoves& p : m_list.sends) m_send_elements += p.elements;
+    for (const PeerMoves& p : m_list.recvs) m_recv_elements += p.elements;
+    m_max_message_bytes = std::max(max_message_bytes(), element_bytes);
+  }
+  MoveEngine(const MoveEngine&) = delete;
+  MoveEngine& operator=(const MoveEngine&) = delete;
+
+  const MoveList& moves() const { return m_list; }
+  int64_t send_elements() const { return m_send_elements; }
+  int64_t recv_elements() const { return m_recv_elements; }
+  std::size_t element_bytes() const { return m_element_bytes; }
+
+  // Moves every piece from the buffers src[] to the buffers dst[] (indexed by Region::buffer; src and dst may be the
+  // same buffers, e.g. a halo phase). Collective over the engine's processes: the job, or the mesh-axis group.
+  template <class T, class M>
+  void run(const std::vector<const T*>& src, const std::vector<T*>& dst, EngineBuffers<T, M>& buffers) const {
+    DARRAY_THROW_IF(sizeof(T) != m_element_bytes, InvalidArgument, m_api,
+                    "element type of " << sizeof(T) << " bytes given to an exchange planned for " << m_element_bytes
+                                       << "-byte elements");
+    if (direct_host_access<M>())
+      run_direct(src, dst);
+    else
+      run_staged(src, dst, buffers);
+  }
+
+  template <class T, class M>
+  void run(const std::vector<const T*>& src, const std::vector<T*>& dst) const {
+    EngineBuffers<T, M> buffers;
+    run(src, dst, buffers);
+  }
+
+  // Bytes of staging the last run on this process used (0 on the direct host path).
+  static std::size_t& last_staging_bytes() {
+    static std::size_t bytes = 0;
+    return bytes;
+  }
+
+ private:
+  static constexpr int tag = 0x4d56;  // "MV"
+
+  struct Message {
+    int process;
+    int buffer;
+    int64_t offset;
+    int count;
+    MPI_Datatype type;
+  };
+
+  MPI_Comm comm_and_ranks(const ProcessGroup*& group) const {
+    group = m_colors.empty() ? nullptr : &process_group(m_colors);
+    return group != nullptr ? group->comm() : world_comm();
+  }
+
+  // One message per part of each remote piece, cut by split_for_messages on the piece's own extent (the same rule
+  // on both sides, so the k-th send to a peer matches its k-th receive): contiguous parts as plain elements, others
+  // as a strided datatype walking the part in row-major order of the piece's dims.
+  void make_messages() const {
+    if (m_messages_ready) return;
+    const MPI_Datatype element = m_types.element(m_element_bytes);
+    auto add = [&](std::vector<Message>& out, int process, const Move& m, const Region& r) {
+      Index whole(static_cast<std::size_t>(m.rank));
+      for (int d = 0; d < m.rank; ++d) whole[static_cast<std::size_t>(d)] = Slice{0, m.extent[static_cast<std::size_t>(d)]};
+      split_for_messages(whole, m_element_bytes, m_max_message_bytes, [&](const Index& part) {
+        int64_t offset = r.offset;
+        std::vector<int64_t> extents, byte_strides;
+        for (std::size_t d = 0; d < part.size(); ++d) {
+          offset += part[d].start * r.stride[d];
+          if (part[d].size() == 1) continue;
+          extents.push_back(part[d].size());
+          byte_strides.push_back(r.stride[d] * static_cast<int64_t>(m_element_bytes));
+        }
+        bool contiguous = true;
+        int64_t inner = static_cast<int64_t>(m_element_bytes);
+        for (std::size_t k = extents.size(); k-- > 0;) {
+          contiguous = contiguous && byte_strides[k] == inner;
+          inner *= extents[k];
+        }
+        Message msg{process, r.buffer, offset, 1, element};
+        if (contiguous)
+          msg.count = to_mpi_count(static_cast<std::size_t>(volume(part)), m_api);
+        else
+          msg.type = m_types.strided(extents, byte_strides, element);
+        out.push_back(msg);
+      });
+    };
+    for (const PeerMoves& p : m_list.recvs)
+      for (const Move& m : p.moves) add(m_recv_messages, p.process, m, m.dst.front());
+    for (const PeerMoves& p : m_list.sends)
+      for (const Move& m : p.moves) add(m_send_messages, p.process, m, m.src);
+    m_messages_ready = true;
+  }
+
+  template <class T>
+  void copy_local_host(const std::vector<const T*>& src, const std::vector<T*>& dst) const {
+    int64_t bytes = 0;
+    for (const Move& m : m_list.local) bytes += m.elements() * static_cast<int64_t>(sizeof(T));
+    // Large local phases stream their stores: the destination is not read again before the call returns, and
+    // skipping the read-for-ownership of each destination line is worth about a third of the copy time.
+    const bool streaming = static_cast<std::size_t>(bytes) >= streaming_min_total_bytes;
+    for (const Move& m : m_list.local)
+      for (const Region& d : m.dst)
+        strided_copy_host(src[static_cast<std::size_t>(m.src.buffer)], dst[static_cast<std::size_t>(d.buffer)],
+                          simplify(move_geometry(m, m.src, d)), streaming);
+    if (streaming) stream_fence();
+  }
+
+  // Receives beyond the first destination of a piece: copied from the first once it has arrived.
+  template <class T>
+  void fan_out_host(const std::vector<T*>& dst) const {
+    for (const PeerMoves& p : m_list.recvs)
+      for (const Move& m : p.moves)
+        for (std::size_t k = 1; k < m.dst.size(); ++k)
+          strided_copy_host(static_cast<const T*>(dst[static_cast<std::size_t>(m.dst.front().buffer)]),
+                            dst[static_cast<std::size_t>(m.dst[k].buffer)],
+                            simplify(move_geometry(m, m.dst.front(), m.dst[k])), false);
+  }
+
+  template <class T>
+  void run_direct(const std::vector<const T*>& src, const std::vector<T*>& dst) const {
+    last_staging_bytes() = 0;
+    std::vector<MPI_Request> requests;
+    // Every process looks the group up, peers or not: its first use is collective.
+    const ProcessGroup* group = nullptr;
+    const MPI_Comm c = comm_and_ranks(group);
+    if (!m_list.sends.empty() || !m_list.recvs.empty()) {
+      make_messages();
+      auto rank_of = [&](int process) { return group != nullptr ? group->group_rank_of(process) : process; };
+      requests.reserve(m_recv_messages.size() + m_send_messages.size());
+      // Receives first, so messages land in place rather than in MPI's unexpected queue.
+      for (const Message& m : m_recv_messages) {
+        MPI_Request r = MPI_REQUEST_NULL;
+        DARRAY_MPI_CHECK(MPI_Irecv(dst[static_cast<std::size_t>(m.buffer)] + m.offset, m.count, m.type,
+                                   rank_of(m.process), tag, c, &r));
+        requests.push_back(r);
+      }
+      for (const Message& m : m_send_messages) {
+        MPI_Request r = MPI_REQUEST_NULL;
+        DARRAY_MPI_CHECK(MPI_Isend(const_cast<T*>(src[static_cast<std::size_t>(m.buffer)]) + m.offset, m.count,
+                                   m.type, rank_of(m.process), tag, c, &r));
+        requests.push_back(r);
+      }
+    }
+    copy_local_host(src, dst);
+    wait_all_checked(requests, m_api);
+    fan_out_host(dst);
+  }
+
+  template <class T, class M>
+  void run_staged(const std::vector<const T*>& src, const std::vector<T*>& dst, EngineBuffers<T, M>& buffers) const {
+    using Exec = typename M::execution_space;
+    const Exec space;
+    const bool nccl = !host_accessible_v<M> && backend() == Backend::nccl;
+    const bool mirrors = !host_accessible_v<M> && !nccl && !mpi_reads_device_memory();
+    buffers.reserve(m_send_elements, m_recv_elements, mirrors);
+    last_staging_bytes() = static_cast<std::size_t>(m_send_elements + m_recv_elements) * sizeof(T);
+    T* const send = buffers.send.data();
+    T* const recv = buffers.recv.data();
+    int64_t at = 0;
+    for (const PeerMoves& p : m_list.sends)
+      for (const Move& m : p.moves) {
+        strided_copy<T, M>(space, src[static_cast<std::size_t>(m.src.buffer)], send,
+                           move_geometry(m, m.src, packed_region(m, at)));
+        at += m.elements();
+      }
+    for (const Move& m : m_list.local)
+      for (const Region& d : m.dst)
+        strided_copy<T, M>(space, src[static_cast<std::size_t>(m.src.buffer)], dst[static_cast<std::size_t>(d.buffer)],
+                           move_geometry(m, m.src, d));
+    space.fence();  // the transport reads what the kernels wrote
+
+    {
+      // Every process takes part, peers or not: the first use of a transport or a group is collective.
+      Transport* t = &transport(nccl ? Backend::nccl : Backend::mpi);
+      if (!m_colors.empty()) t = &t->group(m_colors);
+      const ProcessGroup* group = m_colors.empty() ? nullptr : &process_group(m_colors);
+      auto rank_of = [&](int process) { return group != nullptr ? group->group_rank_of(process) : process; };
+      ExchangePlan xplan;
+      std::size_t off = 0;
+      for (const PeerMoves& p : m_list.sends) {
+        const std::size_t bytes = byte_count(p.elements, sizeof(T), m_api);
+        xplan.sends.push_back(PeerBytes{rank_of(p.process), off, bytes});
+        off += bytes;
+      }
+      off = 0;
+      for (const PeerMoves& p : m_list.recvs) {
+        const std::size_t bytes = byte_count(p.elements, sizeof(T), m_api);
+        xplan.recvs.push_back(PeerBytes{rank_of(p.process), off, bytes});
+        off += bytes;
+      }
+      ExchangeOptions options;
+      options.method = ExchangeMethod::point_to_point;  // decided here, without a collective call
+      options.tag = tag;
+      if (!mirrors) {
+        t->exchange(xplan, reinterpret_cast<const std::byte*>(send), reinterpret_cast<std::byte*>(recv), options);
+      } else {
+        const auto sent = std::make_pair(std::size_t(0), static_cast<std::size_t>(m_send_elements));
+        const auto got = std::make_pair(std::size_t(0), static_cast<std::size_t>(m_recv_elements));
+        Kokkos::deep_copy(Kokkos::subview(buffers.send_host, sent), Kokkos::subview(buffers.send, sent));
+        t->exchange(xplan, reinterpret_cast<const std::byte*>(buffers.send_host.data()),
+                    reinterpret_cast<std::byte*>(buffers.recv_host.data()), options);
+        Kokkos::deep_copy(Kokkos::subview(buffers.recv, got), Kokkos::subview(buffers.recv_host, got));
+      }
+    }
+    at = 0;
+    for (const PeerMoves& p : m_list.recvs)
+      for (const Move& m : p.moves) {
+        for (const Region& d : m.dst)
+          strided_copy<T, M>(space, static_cast<const T*>(recv), dst[static_cast<std::size_t>(d.buffer)],
+                             move_geometry(m, packed_region(m, at), d));
+        at += m.elements();
+      }
+    space.fence();
+  }
+
+  MoveList m_list;
+  std::size_t m_element_bytes;
+  const char* m_api;
+  std::vector<int> m_colors;
+  int64_t m_send_elements = 0, m_recv_elements = 0;
+  std::size_t m_max_message_bytes = 0;
+  // Host path: datatypes and messages, built on the first direct run and freed with the engine.
+  mutable MpiTypes m_types;
+  mutable std::vector<Message> m_recv_messages, m_send_messages;
+  mutable bool m_messages_ready = false;
+};
+
+}  // namespace detail
+}  // namespace darray

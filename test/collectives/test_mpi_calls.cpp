@@ -1,0 +1,122 @@
+// The collectives and reshard make no MPI call beyond their data exchange: after a warm-up call (plans,
+// communicators), a movement (all_gather, all_to_all, ppermute, reshard) runs no collective MPI operation at all
+// (point-to-point messages only), and a reduction (psum, pmax, psum_scatter) runs at most its one allreduce. The
+// MPI entry points are wrapped here through the profiling interface (each forwards to PMPI_*), so every call the
+// library compiles into this executable is counted.
+#include <mpi.h>
+
+#include <catch2/catch.hpp>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "darray/darray.hpp"
+#include "mpi_test.hpp"
+
+namespace {
+
+bool counting = false;
+std::map<std::string, int> calls;
+
+void count(const char* name) {
+  if (counting) ++calls[name];
+}
+
+}  // namespace
+
+extern "C" {
+int MPI_Allreduce(const void* s, void* r, int n, MPI_Datatype t, MPI_Op op, MPI_Comm c) {
+  count("MPI_Allreduce");
+  return PMPI_Allreduce(s, r, n, t, op, c);
+}
+int MPI_Alltoall(const void* s, int sn, MPI_Datatype st, void* r, int rn, MPI_Datatype rt, MPI_Comm c) {
+  count("MPI_Alltoall");
+  return PMPI_Alltoall(s, sn, st, r, rn, rt, c);
+}
+int MPI_Alltoallv(const void* s, const int sc[], const int sd[], MPI_Datatype st, void* r, const int rc[],
+                  const int rd[], MPI_Datatype rt, MPI_Comm c) {
+  count("MPI_Alltoallv");
+  return PMPI_Alltoallv(s, sc, sd, st, r, rc, rd, rt, c);
+}
+int MPI_Allgather(const void* s, int sn, MPI_Datatype st, void* r, int rn, MPI_Datatype rt, MPI_Comm c) {
+  count("MPI_Allgather");
+  return PMPI_Allgather(s, sn, st, r, rn, rt, c);
+}
+int MPI_Bcast(void* b, int n, MPI_Datatype t, int root, MPI_Comm c) {
+  count("MPI_Bcast");
+  return PMPI_Bcast(b, n, t, root, c);
+}
+int MPI_Barrier(MPI_Comm c) {
+  count("MPI_Barrier");
+  return PMPI_Barrier(c);
+}
+int MPI_Comm_split(MPI_Comm c, int color, int key, MPI_Comm* out) {
+  count("MPI_Comm_split");
+  return PMPI_Comm_split(c, color, key, out);
+}
+}
+
+namespace {
+
+using namespace darray;
+using darray::testing::all_ok;
+
+// Runs fn `times` times with counting on; returns the calls per name.
+template <class Fn>
+std::map<std::string, int> count_calls(int times, Fn&& fn) {
+  calls.clear();
+  counting = true;
+  for (int k = 0; k < times; ++k) fn();
+  counting = false;
+  return calls;
+}
+
+std::string describe(const std::map<std::string, int>& m) {
+  std::string s;
+  for (const auto& [name, n] : m) s += name + " x" + std::to_string(n) + " ";
+  return s.empty() ? "none" : s;
+}
+
+}  // namespace
+
+TEST_CASE("movements and reshard make no collective MPI call; reductions one allreduce each") {
+  const int64_t nd = device_count();
+  const Mesh mesh = make_mesh({nd}, {"i"});
+  const NamedSharding by_i(mesh, P{"i"});
+  const auto x = iota<double, 1>({nd * 12}, by_i);  // blocks of 12 split evenly at up to 6 devices
+  std::vector<std::pair<int, int>> shift;
+  for (int i = 0; i < static_cast<int>(nd); ++i) shift.emplace_back(i, (i + 1) % static_cast<int>(nd));
+  const NamedSharding replicated(mesh, P{});
+
+  auto y0 = all_gather(x, "i", 0, tiled);  // warm-ups: plans and communicators are made here
+  auto y1 = all_to_all(x, "i", 0, 0);
+  auto y2 = ppermute(x, "i", shift);
+  auto y3 = reshard(x, replicated);
+  auto y4 = psum(x, "i");
+  auto y5 = psum_scatter(x, "i", 0);
+
+  const auto moves = count_calls(3, [&] {
+    y0 = all_gather(x, "i", 0, tiled);
+    all_gather(x, "i", 0, tiled, y0);
+    y1 = all_to_all(x, "i", 0, 0);
+    all_to_all(x, "i", 0, 0, y1);
+    y2 = ppermute(x, "i", shift);
+    ppermute(x, "i", shift, y2);
+    y3 = reshard(x, replicated);
+  });
+  INFO("movements called " << describe(moves));
+  REQUIRE(all_ok(moves.empty()));
+
+  const auto reductions = count_calls(3, [&] {
+    y4 = psum(x, "i");
+    psum(x, "i", y4);
+    y5 = psum_scatter(x, "i", 0);
+  });
+  INFO("reductions called " << describe(reductions));
+  int allreduce = 0;
+  for (const auto& [name, n] : reductions)
+    if (name == "MPI_Allreduce") allreduce = n;
+  // One allreduce per call when the axis spans processes, none when it lies in one process.
+  const int expected = process_count() > 1 ? 9 : 0;
+  REQUIRE(all_ok(reductions.size() <= 1 && allreduce == expected));
+}
