@@ -2,7 +2,8 @@
 // `execute(plan, a, b)` into a kept output, rows -> columns of a matrix of --sizes MiB per process, with the cache
 // on and off (off = DARRAY_CACHE_BYTES=0, plain Kokkos allocations): min and median over --reps calls, each the max
 // over processes, and the ratio allocating / kept. (2) The resident set size over --rss-calls allocate/free calls
-// whose sizes cycle through --rss-sizes sizes (should stay flat) and whose sizes never repeat (bounded by the limit).
+// whose sizes cycle through --rss-sizes sizes (flat after the first cycle, "warm") and whose sizes never repeat
+// (bounded by the limit).
 #include <mpi.h>
 #include <unistd.h>
 
@@ -84,8 +85,9 @@ void reshard_rows(int mib_per_process, int reps, bool cache_on, std::size_t defa
   std::fflush(stdout);
 }
 
-// `calls` allocate/fill/free calls of 1-D float arrays, per process size_of(k) bytes; RSS before, max, after.
-void rss_run(const std::string& name, int calls, bool cache_on, std::size_t limit,
+// `calls` allocate/fill/free calls of 1-D float arrays, per process size_of(k) bytes; RSS before, after the first
+// `warmup` calls, max, after.
+void rss_run(const std::string& name, int calls, int warmup, bool cache_on, std::size_t limit,
              const std::function<std::size_t(int)>& size_of) {
   Cache::instance().set_limit(cache_on ? limit : 0);
   release_cached_memory();
@@ -93,19 +95,20 @@ void rss_run(const std::string& name, int calls, bool cache_on, std::size_t limi
   const int64_t nd = device_count();
   const NamedSharding line(make_mesh({nd}, {"x"}), P{"x"});
   const double start = rss_bytes();
-  double most = start;
+  double most = start, warm = start;
   for (int k = 0; k < calls; ++k) {
     const auto elems =
         static_cast<int64_t>(size_of(k) / sizeof(float) / static_cast<std::size_t>(local_device_count()));
     auto z = zeros<float, 1>({elems * nd}, line);  // zero-filled: every page touched
     if (k % 100 == 99 || k == calls - 1) most = std::max(most, rss_bytes());
+    if (k == std::min(warmup, calls) - 1) warm = rss_bytes();
   }
   const double end = rss_bytes();
   const MemoryStats s = memory_stats();
   if (process_index() == 0)
-    std::printf("%-34s %5s %10.1f %10.1f %10.1f %10.1f %10zu %10zu\n", name.c_str(), cache_on ? "on" : "off",
-                start / mib, most / mib, end / mib, static_cast<double>(s.bytes_cached) / mib, s.allocations_from_cache,
-                s.allocations_from_system);
+    std::printf("%-46s %5s %8.1f %8.1f %8.1f %8.1f %+7.1f%% %8.1f %10zu %8zu\n", name.c_str(), cache_on ? "on" : "off",
+                start / mib, warm / mib, most / mib, end / mib, 100.0 * (end - warm) / warm,
+                static_cast<double>(s.bytes_cached) / mib, s.allocations_from_cache, s.allocations_from_system);
   std::fflush(stdout);
 }
 
@@ -146,8 +149,8 @@ int main(int argc, char** argv) {
   const std::size_t max_bytes = static_cast<std::size_t>(rss_max_kib) * 1024;
   const std::size_t min_bytes = max_bytes / 4;
   if (root)
-    std::printf("\n%-34s %5s %10s %10s %10s %10s %10s %10s\n", "RSS [MiB, max over processes]", "cache", "start", "max",
-                "end", "cached", "from cache", "from sys");
+    std::printf("\n%-46s %5s %8s %8s %8s %8s %8s %8s %10s %8s\n", "RSS [MiB, max over processes]", "cache", "start",
+                "warm", "max", "end", "end/warm", "cached", "from cache", "from sys");
   const auto cycling = [&](int k) {
     return min_bytes +
            (max_bytes - min_bytes) * static_cast<std::size_t>(k % rss_sizes) / static_cast<std::size_t>(rss_sizes);
@@ -157,13 +160,14 @@ int main(int argc, char** argv) {
   const std::string cyc = std::to_string(rss_calls) + " calls, " + std::to_string(rss_sizes) + " sizes cycling";
   const std::string grow = std::to_string(rss_calls) + " calls, sizes never repeat";
   for (bool on : {true, false})
-    if (on ? limit > 0 : true) rss_run(cyc, rss_calls, on, limit, cycling);
+    if (on ? limit > 0 : true) rss_run(cyc, rss_calls, rss_sizes, on, limit, cycling);
   for (bool on : {true, false})
-    if (on ? limit > 0 : true) rss_run(grow, rss_calls, on, limit, growing);
+    if (on ? limit > 0 : true) rss_run(grow, rss_calls, rss_sizes, on, limit, growing);
   // The same never-repeating sizes under a limit of 4 blocks of the largest size: RSS stays within the bound.
   const std::size_t small_limit = 4 * (growing(rss_calls - 1) + 4096);
   if (limit > 0)
-    rss_run(grow + ", limit " + std::to_string(small_limit >> 10) + " KiB", rss_calls, true, small_limit, growing);
+    rss_run(grow + ", limit " + std::to_string(small_limit >> 10) + " KiB", rss_calls, rss_sizes, true, small_limit,
+            growing);
   Cache::instance().set_limit(limit);
   return 0;
 }
