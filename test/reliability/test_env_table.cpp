@@ -45,6 +45,10 @@ TEST_CASE("malformed environment variables: the table") {
       {"DARRAY_MPI_MAX_MESSAGE_BYTES", "4294967296", "bytes per MPI message"},
       {"DARRAY_NCCL_TIMEOUT_S", "soon", "whole number of seconds"},
       {"DARRAY_NCCL_TIMEOUT_S", "0", "whole number of seconds"},
+      {"DARRAY_CACHE_BYTES", "lots", "a byte count"},
+      {"DARRAY_CACHE_BYTES", "-1", "a byte count"},
+      {"DARRAY_CACHE_BYTES", "4X", "a byte count"},
+      {"DARRAY_CACHE_BYTES", "99999999999T", "a byte count"},
   };
   for (const auto& c : cases) {
     const auto saved = detail::getenv_opt(c.name);
@@ -62,7 +66,7 @@ TEST_CASE("well-formed values pass, and every variable is in the registry") {
   const std::pair<const char*, const char*> good[] = {
       {"DARRAY_HOST_DEVICE_COUNT", "8"}, {"DARRAY_LOCAL_DEVICE_IDS", "0,1"}, {"DARRAY_BACKEND", "nccl"},
       {"DARRAY_CHECK", "on"},            {"DARRAY_LOG", "debug"},           {"DARRAY_MPI_MAX_MESSAGE_BYTES", "4096"},
-      {"DARRAY_NCCL_TIMEOUT_S", "30"}};
+      {"DARRAY_NCCL_TIMEOUT_S", "30"},   {"DARRAY_CACHE_BYTES", "0"},        {"DARRAY_CACHE_BYTES", "4GiB"}};
   for (const auto& [name, value] : good) {
     const auto saved = detail::getenv_opt(name);
     ::setenv(name, value, 1);
@@ -70,7 +74,7 @@ TEST_CASE("well-formed values pass, and every variable is in the registry") {
     CHECK(validate(name).empty());
     if (saved) ::setenv(name, saved->c_str(), 1); else ::unsetenv(name);
   }
-  CHECK(detail::env_vars().size() == 7);
+  CHECK(detail::env_vars().size() == 8);
 }
 
 TEST_CASE("unknown DARRAY_ variables are reported (typos), test helpers' prefixes are not") {

@@ -10,6 +10,7 @@
 #include "darray/array/shard.hpp"
 #include "darray/array/distributed_array.hpp"
 #include "darray/array/transfer_stats.hpp"
+#include "darray/array/memory.hpp"
 #include "darray/array/factories.hpp"
 #include "darray/array/from_callback.hpp"
 #include "darray/array/from_single_device_arrays.hpp"

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "darray/core/error.hpp"
@@ -51,6 +52,35 @@ inline int64_t parse_int(const std::string& what, const std::string& text, int64
     v = std::strtoll(t.c_str(), nullptr, 10);
     ok = errno != ERANGE;
   }
+  DARRAY_THROW_IF(!ok || v < lo || v > hi, InvalidArgument, what,
+                  "invalid value \"" << text << "\"; expected " << accepted);
+  return v;
+}
+
+// A byte count: a whole number with an optional binary suffix K, M, G or T (KiB, MiB, GiB, TiB; "KiB" etc. also
+// accepted), e.g. "0", "1048576", "512M", "4GiB". The result is within [lo, hi].
+inline int64_t parse_bytes(const std::string& what, const std::string& text, int64_t lo, int64_t hi,
+                           const std::string& accepted) {
+  std::string t = trim(text);
+  int shift = 0;
+  const std::pair<const char*, int> suffixes[] = {{"KiB", 10}, {"MiB", 20}, {"GiB", 30}, {"TiB", 40},
+                                                  {"K", 10},   {"M", 20},   {"G", 30},   {"T", 40}};
+  for (const auto& [suffix, bits] : suffixes) {
+    const std::string sfx(suffix);
+    if (t.size() > sfx.size() && t.compare(t.size() - sfx.size(), sfx.size(), sfx) == 0) {
+      t = trim(t.substr(0, t.size() - sfx.size()));
+      shift = bits;
+      break;
+    }
+  }
+  int64_t v = 0;
+  bool ok = true;
+  try {
+    v = parse_int(what, t, 0, INT64_MAX >> shift, accepted);
+  } catch (const InvalidArgument&) {
+    ok = false;
+  }
+  if (ok) v <<= shift;
   DARRAY_THROW_IF(!ok || v < lo || v > hi, InvalidArgument, what,
                   "invalid value \"" << text << "\"; expected " << accepted);
   return v;

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,16 @@ inline std::string env_log_level() {
 
 inline bool env_check() { return env_bool("DARRAY_CHECK", false); }
 
+// DARRAY_CACHE_BYTES: the bound of the shard memory cache per memory space (0 turns the cache off); unset: nullopt,
+// and the array layer picks its default (see darray/array/memory.hpp).
+inline std::optional<std::size_t> env_cache_bytes() {
+  const auto v = getenv_opt("DARRAY_CACHE_BYTES");
+  if (!v) return std::nullopt;
+  return static_cast<std::size_t>(parse_bytes("DARRAY_CACHE_BYTES", *v, 0, INT64_MAX,
+                                              "a byte count: a whole number >= 0 with an optional suffix K, M, G or T "
+                                              "(binary units), e.g. 0 (cache off), 1073741824 or 4G"));
+}
+
 struct EnvVar {
   const char* name;
   const char* meaning;
@@ -73,6 +84,8 @@ inline const std::vector<EnvVar>& env_vars() {
       {"DARRAY_LOG", "log level: warn, info or debug", [] { (void)env_log_level(); }},
       {"DARRAY_MPI_MAX_MESSAGE_BYTES", "largest MPI message", [] { (void)env_max_message_bytes(); }},
       {"DARRAY_NCCL_TIMEOUT_S", "NCCL operation timeout", [] { (void)env_nccl_timeout_seconds(); }},
+      {"DARRAY_CACHE_BYTES", "bound of the shard memory cache per memory space (0: off)",
+       [] { (void)env_cache_bytes(); }},
   };
   return vars;
 }

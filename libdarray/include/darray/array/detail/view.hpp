@@ -8,6 +8,7 @@
 #include <string>
 #include <utility>
 
+#include "darray/array/detail/block_cache.hpp"
 #include "darray/core/index.hpp"
 
 namespace darray {
@@ -61,11 +62,17 @@ bool direct_host_access() {
 template <class View, std::size_t... I>
 View allocate_view_impl(const std::string& label, const Shape& shape, bool initialize, std::index_sequence<I...>) {
   (void)shape;  // unused for rank 0
-  if (initialize) return View(label, static_cast<std::size_t>(shape[I])...);
-  return View(Kokkos::view_alloc(label, Kokkos::WithoutInitializing), static_cast<std::size_t>(shape[I])...);
+  if (!BlockCache<typename View::memory_space>::instance().enabled()) {
+    if (initialize) return View(label, static_cast<std::size_t>(shape[I])...);
+    return View(Kokkos::view_alloc(label, Kokkos::WithoutInitializing), static_cast<std::size_t>(shape[I])...);
+  }
+  View view = cached_view<View>(label, static_cast<std::size_t>(shape[I])...);
+  if (initialize) Kokkos::deep_copy(view, typename View::non_const_value_type());
+  return view;
 }
 
-// A view of exactly `shape`; `initialize` = false skips Kokkos' zero fill for views a factory overwrites anyway.
+// A view of exactly `shape`, its memory from the shard memory cache (block_cache.hpp); every shard the library
+// creates comes through here. `initialize` = false skips the zero fill for views a factory overwrites anyway.
 template <class T, int N, class MemorySpace>
 ShardView<T, N, MemorySpace> allocate_view(const std::string& label, const Shape& shape, bool initialize) {
   return allocate_view_impl<ShardView<T, N, MemorySpace>>(label, shape, initialize, std::make_index_sequence<N>{});

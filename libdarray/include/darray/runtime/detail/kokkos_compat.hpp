@@ -1,8 +1,10 @@
-// The one place that bridges Kokkos 3.4 and 4.x: initialisation settings, finalisation queries, fences.
-// 3.4 lacks InitializationSettings, is_finalized and labelled fences; 4.x removed InitArguments.
+// The one place that bridges Kokkos 3.4 and 4.x: initialisation settings, finalisation queries, fences, and the
+// allocation record of memory libdarray manages itself. 3.4 lacks InitializationSettings, is_finalized and labelled
+// fences; 4.x removed InitArguments; 3.6 moved the label into the base allocation record.
 #pragma once
 
 #include <Kokkos_Core.hpp>
+#include <cstddef>
 #include <string>
 
 #if !defined(KOKKOS_VERSION)
@@ -42,6 +44,59 @@ inline bool kokkos_is_finalized() {
 template <class ExecSpace = Kokkos::DefaultExecutionSpace>
 inline void fence(const ExecSpace& space = ExecSpace()) {
   space.fence();
+}
+
+// The Kokkos allocation record of a block libdarray allocated itself (the shard memory cache). Views built on it
+// count references exactly like views Kokkos allocated, so a copy of a view keeps the block alive; when the last
+// view goes, Kokkos calls `release` (instead of freeing), which must delete the record. `data` must be preceded by
+// sizeof(SharedAllocationHeader) bytes of the same allocation, zeroed: Kokkos may read the header in error reports.
+// Kokkos >= 3.6 takes the label in the base constructor; Kokkos built with KOKKOS_ENABLE_DEBUG links every record
+// into a list under a root record (ours: one per process, never printed). Kokkos 5's mdspan-based View no longer
+// builds views from a record and a mapping; this header supports 3.4 to 4.x.
+class ExternalAllocationRecord : public Kokkos::Impl::SharedAllocationRecord<void, void> {
+  using Base = Kokkos::Impl::SharedAllocationRecord<void, void>;
+
+ public:
+  using Header = Kokkos::Impl::SharedAllocationHeader;
+  using release_function = Base::function_type;
+
+  std::string get_label() const override { return m_block_label; }
+
+ protected:
+  ExternalAllocationRecord(void* data, std::size_t bytes, release_function release, const std::string& label)
+      : Base(
+#if defined(KOKKOS_ENABLE_DEBUG)
+            debug_root(),
+#endif
+            static_cast<Header*>(data) - 1, bytes + sizeof(Header), release
+#if DARRAY_KOKKOS_VERSION_AT_LEAST(3, 6)
+            ,
+            label
+#endif
+            ),
+        m_block_label(label) {
+  }
+
+ private:
+#if defined(KOKKOS_ENABLE_DEBUG)
+  static Base* debug_root() {
+    static Base root;
+    return &root;
+  }
+#endif
+  std::string m_block_label;
+};
+
+// A managed view of `View`'s type over `data` (extents `extents...`) whose reference count lives in `record`
+// (use count 0 on entry; the view holds the only reference on return).
+template <class View, class Record, class... Extents>
+View view_on_record(typename View::pointer_type data, Record* record, Extents... extents) {
+  using Unmanaged = Kokkos::View<typename View::data_type, typename View::array_layout, typename View::memory_space,
+                                 Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  const Unmanaged wrapped(data, extents...);
+  Kokkos::Impl::SharedAllocationTracker track;
+  track.assign_allocated_record_to_uninitialized(record);  // count 1: this tracker
+  return View(track, wrapped.impl_map());                  // count 2, back to 1 when `track` goes
 }
 
 inline std::string kokkos_version_string() {

@@ -1,0 +1,352 @@
+// The shard memory cache: per Kokkos memory space, a block freed by its last view goes back to a bin of its size
+// class and is handed out again without a system allocation (no fresh pages to fault in on the host, no
+// cudaMalloc/cudaFree on a GPU). Bounded by DARRAY_CACHE_BYTES (the oldest freed blocks are evicted first), emptied
+// when the Environment ends and by darray::release_cached_memory(). The public face is darray/array/memory.hpp.
+//
+// For the library's own per-call buffers (staging, work space):
+//   detail::cached_view<Kokkos::View<T*, M>>("darray::reshard send", n)   an uninitialised view from the cache
+//   detail::cached_buffer<M>(bytes)                                         the same for raw bytes
+// Both fall back to a plain Kokkos allocation when the cache is off (DARRAY_CACHE_BYTES=0) or no Environment is
+// active. The returned views own their block like any managed view: copies keep it alive, the last one returns it.
+#pragma once
+
+#include <unistd.h>
+
+#include <Kokkos_Core.hpp>
+#include <cstddef>
+#include <cstring>
+#include <functional>
+#include <list>
+#include <map>
+#include <mutex>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "darray/core/env_vars.hpp"
+#include "darray/runtime/detail/gpu.hpp"
+#include "darray/runtime/detail/kokkos_compat.hpp"
+#include "darray/runtime/detail/state.hpp"
+
+namespace darray {
+namespace detail {
+
+// The size class a request of `bytes` is served from: multiples of 512 B up to 4 KiB, then 8 classes per power of
+// two (a block is at most 12.5% larger than asked), so shapes that differ slightly share blocks.
+inline std::size_t cache_size_class(std::size_t bytes) {
+  std::size_t step = 512;
+  if (bytes > 4096) {
+    std::size_t top = 4096;
+    while (top <= bytes / 2) top *= 2;  // the largest power of two <= bytes
+    step = top / 8;
+  }
+  return (bytes + step - 1) / step * step;
+}
+
+inline std::size_t physical_host_memory_bytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? static_cast<std::size_t>(pages) * static_cast<std::size_t>(page) : 0;
+}
+
+// The memory of MemorySpace this process may count on: the GPU's for device memory (one GPU per process), else the
+// host's share of this process among the processes of its node.
+template <class MemorySpace>
+std::size_t process_memory_bytes() {
+#if defined(DARRAY_HAS_CUDA_RUNTIME)
+  if constexpr (!Kokkos::SpaceAccessibility<Kokkos::HostSpace, MemorySpace>::accessible) {
+    std::size_t free_bytes = 0, total_bytes = 0;
+    if (cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess && total_bytes > 0) return total_bytes;
+  }
+#endif
+  const int local = state().local_size > 0 ? state().local_size : 1;
+  return physical_host_memory_bytes() / static_cast<std::size_t>(local);
+}
+
+// Default bound of the cache: a quarter of the process's memory of that space (1 GiB when unknown). The cache only
+// keeps blocks that were in use moments ago, so a loop needs about one iteration's allocations (b = reshard(a, s)
+// of 1 GiB per process needs 1 GiB); a quarter covers that for the array sizes that fit beside their inputs, while
+// the other three quarters stay free for the application's live arrays and for other libraries (MPI, FFT plans).
+template <class MemorySpace>
+std::size_t default_cache_limit_bytes() {
+  const std::size_t memory = process_memory_bytes<MemorySpace>();
+  return memory > 0 ? memory / 4 : (std::size_t(1) << 30);
+}
+
+struct CacheCounters {
+  std::size_t bytes_in_use = 0;
+  std::size_t bytes_cached = 0;
+  std::size_t peak_bytes_in_use = 0;
+  std::size_t from_cache = 0;
+  std::size_t from_system = 0;
+  std::size_t evictions = 0;
+  std::size_t limit = 0;
+};
+
+// Every memory space's cache, for release_cached_memory().
+inline std::mutex& cache_registry_mutex() {
+  static std::mutex m;
+  return m;
+}
+inline std::vector<std::function<void()>>& cache_releasers() {
+  static std::vector<std::function<void()>> v;
+  return v;
+}
+
+// One block: `data` is the user memory, preceded by a zeroed Kokkos allocation header in the same system
+// allocation; `bytes` is its size class.
+struct CachedBlock {
+  void* data = nullptr;
+  std::size_t bytes = 0;
+};
+
+template <class MemorySpace>
+class BlockCache {
+ public:
+  using Header = ExternalAllocationRecord::Header;
+
+  // Never destroyed: a view may outlive static destruction, and its block must still find its way back.
+  static BlockCache& instance() {
+    static BlockCache* cache = [] {
+      auto* c = new BlockCache;
+      std::lock_guard<std::mutex> lock(cache_registry_mutex());
+      cache_releasers().push_back([c] { c->release(); });
+      return c;
+    }();
+    return *cache;
+  }
+
+  // Whether new blocks come from the cache: an Environment is active and the limit is not 0. The first call under
+  // each Environment reads the limit and registers the release at its end.
+  bool enabled() {
+    std::lock_guard<std::mutex> lock(m_mutex);
+    open_if_needed();
+    return m_open && m_limit > 0;
+  }
+
+  CachedBlock acquire(std::size_t bytes) {
+    const std::size_t cls = cache_size_class(bytes);
+    {
+      std::lock_guard<std::mutex> lock(m_mutex);
+      const auto last = m_bins.upper_bound(cls);
+      if (last != m_bins.begin() && std::prev(last)->first == cls) {
+        // The most recently freed block of the class: its pages are the likeliest to be warm.
+        const auto bin = std::prev(last);
+        const CachedBlock block = *bin->second;
+        m_lru.erase(bin->second);
+        m_bins.erase(bin);
+        m_counters.bytes_cached -= cls;
+        ++m_counters.from_cache;
+        note_in_use(cls);
+        return block;
+      }
+    }
+    void* base = system_allocate(cls);
+    zero_header(base);
+    std::lock_guard<std::mutex> lock(m_mutex);
+    ++m_counters.from_system;
+    note_in_use(cls);
+    return CachedBlock{static_cast<char*>(base) + sizeof(Header), cls};
+  }
+
+  // Called when the last view of `block` goes; never throws (it runs inside Kokkos' reference counting).
+  void give_back(const CachedBlock& block) noexcept {
+    std::vector<CachedBlock> evicted;
+    {
+      std::lock_guard<std::mutex> lock(m_mutex);
+      m_counters.bytes_in_use -= block.bytes;
+      if (!m_open || block.bytes > m_limit) {
+        evicted.push_back(block);
+      } else {
+        m_lru.push_back(block);
+        m_bins.emplace(block.bytes, std::prev(m_lru.end()));
+        m_counters.bytes_cached += block.bytes;
+        evict_to(m_limit, evicted);
+      }
+    }
+    system_free(evicted);
+  }
+
+  // Returns every cached block to the system (blocks in use stay with their views).
+  void release() noexcept {
+    std::vector<CachedBlock> freed;
+    {
+      std::lock_guard<std::mutex> lock(m_mutex);
+      evict_to(0, freed);
+    }
+    system_free(freed);
+  }
+
+  // Test hook: a different bound for the rest of this Environment (evicts down to it).
+  void set_limit(std::size_t limit) {
+    std::vector<CachedBlock> freed;
+    {
+      std::lock_guard<std::mutex> lock(m_mutex);
+      open_if_needed();
+      m_limit = limit;
+      evict_to(limit, freed);
+    }
+    system_free(freed);
+  }
+
+  CacheCounters counters() {
+    std::lock_guard<std::mutex> lock(m_mutex);
+    open_if_needed();
+    CacheCounters c = m_counters;
+    c.limit = m_open ? m_limit : 0;
+    return c;
+  }
+
+  // Peak back to the bytes in use now, and the allocation counts to zero.
+  void reset_counters() {
+    std::lock_guard<std::mutex> lock(m_mutex);
+    m_counters.peak_bytes_in_use = m_counters.bytes_in_use;
+    m_counters.from_cache = m_counters.from_system = m_counters.evictions = 0;
+  }
+
+ private:
+  BlockCache() = default;
+
+  // With m_mutex held.
+  void open_if_needed() {
+    if (m_registered || !state().active) return;
+    const auto configured = env_cache_bytes();
+    m_limit = configured ? *configured : default_cache_limit_bytes<MemorySpace>();
+    m_registered = true;
+    m_open = true;
+    at_finalize([this] { close(); });
+  }
+
+  // The Environment ends: from now on freed blocks go straight back to the system (Kokkos may be finalised next).
+  void close() noexcept {
+    std::vector<CachedBlock> freed;
+    {
+      std::lock_guard<std::mutex> lock(m_mutex);
+      m_open = false;
+      m_registered = false;
+      evict_to(0, freed);
+    }
+    system_free(freed);
+  }
+
+  void note_in_use(std::size_t bytes) {
+    m_counters.bytes_in_use += bytes;
+    if (m_counters.bytes_in_use > m_counters.peak_bytes_in_use) m_counters.peak_bytes_in_use = m_counters.bytes_in_use;
+  }
+
+  // With m_mutex held: oldest freed blocks out until at most `limit` bytes stay cached.
+  void evict_to(std::size_t limit, std::vector<CachedBlock>& out) {
+    while (m_counters.bytes_cached > limit && !m_lru.empty()) {
+      const CachedBlock block = m_lru.front();
+      // The oldest block of the whole cache is the oldest of its class: the first of its key's range.
+      m_bins.erase(m_bins.lower_bound(block.bytes));
+      m_lru.pop_front();
+      m_counters.bytes_cached -= block.bytes;
+      if (limit > 0) ++m_counters.evictions;
+      out.push_back(block);
+    }
+  }
+
+  void* system_allocate(std::size_t bytes) {
+    try {
+      return MemorySpace().allocate("darray::cache", bytes + sizeof(Header));
+    } catch (...) {
+      // Out of memory while blocks sit in the cache: give them back and try once more.
+      bool had_cached = false;
+      {
+        std::lock_guard<std::mutex> lock(m_mutex);
+        had_cached = m_counters.bytes_cached > 0;
+      }
+      if (!had_cached) throw;
+      release();
+      return MemorySpace().allocate("darray::cache", bytes + sizeof(Header));
+    }
+  }
+
+  static void system_free(const std::vector<CachedBlock>& blocks) noexcept {
+    for (const CachedBlock& b : blocks) {
+      try {
+        MemorySpace().deallocate("darray::cache", static_cast<char*>(b.data) - sizeof(Header),
+                                 b.bytes + sizeof(Header));
+      } catch (...) {
+        // A failed free (a GPU already torn down) loses the block; it cannot be reported from here.
+      }
+    }
+  }
+
+  static void zero_header(void* base) {
+    if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace, MemorySpace>::accessible) {
+      std::memset(base, 0, sizeof(Header));
+    } else {
+      const char zeros[sizeof(Header)] = {};
+      Kokkos::View<char*, MemorySpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> dst(static_cast<char*>(base),
+                                                                                    sizeof(Header));
+      Kokkos::View<const char*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> src(zeros, sizeof(Header));
+      Kokkos::deep_copy(dst, src);
+    }
+  }
+
+  std::mutex m_mutex;
+  bool m_registered = false;  // the release hook is registered with the current Environment
+  bool m_open = false;        // freed blocks are kept
+  std::size_t m_limit = 0;
+  CacheCounters m_counters;
+  std::list<CachedBlock> m_lru;                                         // freed blocks, oldest first
+  std::multimap<std::size_t, std::list<CachedBlock>::iterator> m_bins;  // by size class, oldest first per class
+};
+
+// The Kokkos allocation record of a block handed out by the cache: the last view's release returns the block.
+template <class MemorySpace>
+class CachedBlockRecord final : public ExternalAllocationRecord {
+ public:
+  static CachedBlockRecord* create(const CachedBlock& block, const std::string& label) {
+    return new CachedBlockRecord(block, label);
+  }
+
+ private:
+  CachedBlockRecord(const CachedBlock& block, const std::string& label)
+      : ExternalAllocationRecord(block.data, block.bytes, &release, label), m_block(block) {}
+
+  static void release(Kokkos::Impl::SharedAllocationRecord<void, void>* record) {
+    auto* self = static_cast<CachedBlockRecord*>(record);
+    const CachedBlock block = self->m_block;
+    delete self;
+    BlockCache<MemorySpace>::instance().give_back(block);
+  }
+
+  CachedBlock m_block;
+};
+
+// An uninitialised managed view of type View (contiguous layout) with `extents`, its memory from the cache of its
+// memory space; a plain Kokkos allocation when the cache is off, no Environment is active, or it holds nothing.
+template <class View, class... Extents>
+View cached_view(const std::string& label, Extents... extents) {
+  using T = typename View::non_const_value_type;
+  using M = typename View::memory_space;
+  static_assert(std::is_same<typename View::array_layout, Kokkos::LayoutRight>::value ||
+                    std::is_same<typename View::array_layout, Kokkos::LayoutLeft>::value,
+                "cached_view: the span of the layout must be the product of the extents");
+  const std::size_t count = (std::size_t(1) * ... * static_cast<std::size_t>(extents));
+  // Elements are never destroyed when a block returns, so only trivially destructible ones are cached.
+  if (!std::is_trivially_destructible<T>::value || count == 0 || !BlockCache<M>::instance().enabled())
+    return View(Kokkos::view_alloc(label, Kokkos::WithoutInitializing), extents...);
+  auto& cache = BlockCache<M>::instance();
+  const CachedBlock block = cache.acquire(count * sizeof(T));
+  CachedBlockRecord<M>* record = nullptr;
+  try {
+    record = CachedBlockRecord<M>::create(block, label);
+  } catch (...) {
+    cache.give_back(block);
+    throw;
+  }
+  return view_on_record<View>(static_cast<T*>(block.data), record, extents...);
+}
+
+// `bytes` uninitialised bytes of MemorySpace from its cache (staging and work buffers).
+template <class MemorySpace>
+Kokkos::View<char*, MemorySpace> cached_buffer(std::size_t bytes, const std::string& label = "darray::buffer") {
+  return cached_view<Kokkos::View<char*, MemorySpace>>(label, bytes);
+}
+
+}  // namespace detail
+}  // namespace darray

@@ -1,0 +1,191 @@
+// The shard memory cache: freed shards are handed out again without a system allocation, views outlive their
+// arrays, the limit is honoured, release_cached_memory() empties it, and DARRAY_CACHE_BYTES=0 turns it off
+// (the [cache_off] cases run under that setting only).
+#include <catch2/catch.hpp>
+#include <set>
+#include <vector>
+
+#include "array_test_util.hpp"
+#include "darray/array/memory.hpp"
+#include "darray/redistribute/reshard.hpp"
+
+using namespace darray;
+using darray::testing::all_ok;
+
+namespace {
+
+using Cache = detail::BlockCache<DefaultMemorySpace>;
+
+std::set<const void*> shard_pointers(const DistributedArray<double, 2>& a) {
+  std::set<const void*> out;
+  for (const auto& s : a.addressable_shards())
+    if (s.data.size() > 0) out.insert(s.data.data());
+  return out;
+}
+
+bool is_iota(const DistributedArray<double, 2>& a) {
+  const std::string err = testing::check_shards(a, [](int64_t flat) { return static_cast<double>(flat); });
+  INFO(err);
+  return err.empty();
+}
+
+NamedSharding row_sharding() { return NamedSharding(make_mesh({device_count()}, {"x"}), P{"x"}); }
+
+// Restores the limit in force when a test changed it through the test hook.
+struct LimitGuard {
+  std::size_t saved = memory_stats().cache_limit_bytes;
+  ~LimitGuard() { Cache::instance().set_limit(saved); }
+};
+
+}  // namespace
+
+TEST_CASE("a freed shard is handed out again from the cache") {
+  REQUIRE(all_ok(memory_stats().cache_limit_bytes > 0));
+  const Shape shape{8 * device_count(), 1000};
+  std::set<const void*> first;
+  {
+    auto a = iota<double, 2>(shape, row_sharding());
+    first = shard_pointers(a);
+  }
+  const MemoryStats freed = memory_stats();
+  reset_memory_stats();
+  auto b = iota<double, 2>(shape, row_sharding());
+  const MemoryStats after = memory_stats();
+  const auto local = static_cast<std::size_t>(local_device_count());
+  bool ok = freed.bytes_cached >= local * 8 * 1000 * sizeof(double);
+  ok = ok && after.allocations_from_cache == local && after.allocations_from_system == 0;
+  ok = ok && shard_pointers(b) == first;  // the very same blocks
+  ok = ok && after.bytes_cached + local * 8 * 1000 * sizeof(double) <= freed.bytes_cached + local * 512;
+  INFO("freed: cached " << freed.bytes_cached << "; after: from cache " << after.allocations_from_cache
+                        << ", from system " << after.allocations_from_system);
+  REQUIRE(all_ok(ok));
+  // The reused blocks hold the new array's values, not the old ones.
+  REQUIRE(all_ok(is_iota(b)));
+}
+
+TEST_CASE("zeros from a reused block are zero") {
+  const Shape shape{4 * device_count(), 333};
+  { auto a = full<double, 2>(shape, 7.0, row_sharding()); }
+  reset_memory_stats();
+  auto z = zeros<double, 2>(shape, row_sharding());
+  bool ok = memory_stats().allocations_from_cache == static_cast<std::size_t>(local_device_count());
+  for (const auto& s : z.addressable_shards())
+    for (std::size_t i = 0; i < s.data.extent(0); ++i)
+      for (std::size_t j = 0; j < s.data.extent(1); ++j) ok = ok && s.data(i, j) == 0.0;
+  REQUIRE(all_ok(ok));
+}
+
+TEST_CASE("a copied shard view outlives its array and keeps its block") {
+  const Shape shape{6 * device_count(), 50};
+  const MemoryStats before = memory_stats();
+  Shard<double, 2>::view_type kept;
+  Index kept_index;
+  {
+    auto a = iota<double, 2>(shape, row_sharding());
+    kept = a.addressable_shards().front().data;
+    kept_index = a.addressable_shards().front().index;
+  }
+  bool ok = memory_stats().bytes_in_use >= before.bytes_in_use + kept.size() * sizeof(double);
+  // While it lives, its block is not handed out again.
+  auto b = iota<double, 2>(shape, row_sharding());
+  for (const auto& s : b.addressable_shards()) ok = ok && s.data.data() != kept.data();
+  // Its values are still the old array's, and it can be written.
+  const auto flat = testing::global_flat_indices(kept_index, shape);
+  ok = ok && flat.size() == kept.size();
+  for (std::size_t k = 0; ok && k < flat.size(); ++k) {
+    ok = kept.data()[k] == static_cast<double>(flat[k]);
+    kept.data()[k] = -1.0;
+  }
+  ok = ok && kept(0, 0) == -1.0 && kept.use_count() == 1 && kept.label().find("darray::") == 0;
+  const std::size_t in_use = memory_stats().bytes_in_use;
+  kept = {};
+  ok = ok && memory_stats().bytes_in_use < in_use;
+  REQUIRE(all_ok(ok));
+}
+
+TEST_CASE("the cache honours its limit, evicting the oldest blocks") {
+  LimitGuard guard;
+  release_cached_memory();
+  const std::size_t limit = 256 * 1024;
+  Cache::instance().set_limit(limit);
+  reset_memory_stats();
+  // Blocks of 10 different sizes, each 64 KiB or more, freed one after another: at most `limit` bytes stay.
+  for (int k = 0; k < 10; ++k) {
+    auto a = zeros<double, 2>({device_count(), 8192 + 1024 * k}, row_sharding());
+  }
+  const MemoryStats s = memory_stats();
+  INFO("cached " << s.bytes_cached << " evictions " << s.evictions);
+  REQUIRE(all_ok(s.bytes_cached <= limit && s.bytes_cached > 0 && s.evictions > 0 && s.cache_limit_bytes == limit));
+  // A block larger than the whole limit is never kept.
+  const std::size_t cached = s.bytes_cached;
+  { auto big = zeros<double, 2>({device_count(), 65536}, row_sharding()); }
+  REQUIRE(all_ok(memory_stats().bytes_cached <= cached));
+}
+
+TEST_CASE("release_cached_memory empties the cache and leaves live views alone") {
+  auto live = iota<double, 2>({3 * device_count(), 77}, row_sharding());
+  { auto a = iota<double, 2>({5 * device_count(), 99}, row_sharding()); }
+  const bool had = memory_stats().bytes_cached > 0;
+  release_cached_memory();
+  const MemoryStats s = memory_stats();
+  REQUIRE(all_ok(had && s.bytes_cached == 0 && s.bytes_in_use >= 3 * 77 * sizeof(double)));
+  REQUIRE(all_ok(is_iota(live)));
+}
+
+TEST_CASE("b = reshard(a, s) in a loop stops allocating from the system") {
+  const int64_t n = device_count();
+  const Shape shape{16 * n, 24 * n};
+  const NamedSharding rows(make_mesh({n}, {"x"}), P{"x"}), cols(make_mesh({n}, {"x"}), P{none, "x"});
+  auto a = iota<double, 2>(shape, rows);
+  auto b = reshard(a, cols);
+  b = reshard(a, cols);  // the first output's blocks are back in the cache now
+  reset_memory_stats();
+  for (int k = 0; k < 5; ++k) b = reshard(a, cols);
+  const MemoryStats s = memory_stats();
+  INFO("from system " << s.allocations_from_system << ", from cache " << s.allocations_from_cache);
+  REQUIRE(all_ok(s.allocations_from_system == 0 && s.allocations_from_cache >= 5));
+  REQUIRE(all_ok(is_iota(b)));
+}
+
+TEST_CASE("cached_view and cached_buffer serve the library's own buffers") {
+  reset_memory_stats();
+  {
+    auto v = detail::cached_view<Kokkos::View<float*, DefaultMemorySpace>>("darray::test", 1000);
+    auto buf = detail::cached_buffer<DefaultMemorySpace>(4000);
+    for (std::size_t i = 0; i < v.extent(0); ++i) v(i) = static_cast<float>(i);
+    REQUIRE(v.extent(0) == 1000);
+    REQUIRE(buf.extent(0) == 4000);
+    REQUIRE(v.data() != reinterpret_cast<float*>(buf.data()));
+  }
+  const MemoryStats s1 = memory_stats();
+  auto again = detail::cached_buffer<DefaultMemorySpace>(4000);
+  const MemoryStats s2 = memory_stats();
+  REQUIRE(s1.allocations_from_system + s1.allocations_from_cache == 2);
+  REQUIRE(s2.allocations_from_cache == s1.allocations_from_cache + 1);
+}
+
+TEST_CASE("size classes: at most 12.5% above the request, equal requests equal classes") {
+  for (std::size_t bytes : {1ul, 511ul, 512ul, 4095ul, 4097ul, 1000000ul, 67108864ul, 67108865ul, 268435455ul}) {
+    const std::size_t c = detail::cache_size_class(bytes);
+    INFO(bytes << " -> " << c);
+    CHECK(c >= bytes);
+    CHECK((c <= 4608 || c <= bytes + bytes / 8));
+    CHECK(detail::cache_size_class(c) == c);
+  }
+}
+
+TEST_CASE("with DARRAY_CACHE_BYTES=0 every shard is a plain Kokkos allocation", "[.cache_off]") {
+  reset_memory_stats();
+  const MemoryStats before = memory_stats();
+  Shard<double, 2>::view_type kept;
+  {
+    auto a = iota<double, 2>({4 * device_count(), 10}, row_sharding());
+    kept = a.addressable_shards().front().data;
+  }
+  auto b = iota<double, 2>({4 * device_count(), 10}, row_sharding());
+  const MemoryStats s = memory_stats();
+  bool ok = before.cache_limit_bytes == 0 && s.allocations_from_cache == 0 && s.allocations_from_system == 0;
+  ok = ok && s.bytes_cached == 0 && s.bytes_in_use == before.bytes_in_use && kept.use_count() == 1;
+  REQUIRE(all_ok(ok));
+  REQUIRE(all_ok(is_iota(b)));
+}

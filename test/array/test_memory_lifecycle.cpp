@@ -1,0 +1,83 @@
+// The shard memory cache across Environments: the limit is read at each start-up (DARRAY_CACHE_BYTES, with a clear
+// error for malformed values), the cache is emptied when the Environment ends, and a view that outlives the
+// Environment still owns its block, which then goes straight back to the system. This test's main
+// (DARRAY_TEST_BARE) starts MPI and Kokkos itself, so each case builds its own Environment.
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <optional>
+#include <string>
+
+#include "darray/darray.hpp"
+#include "mpi_test.hpp"
+
+using namespace darray;
+using darray::testing::all_ok;
+
+namespace {
+struct EnvVar {
+  std::string name;
+  std::optional<std::string> saved;
+  EnvVar(const char* n, const char* value) : name(n), saved(detail::getenv_opt(n)) { ::setenv(n, value, 1); }
+  ~EnvVar() {
+    if (saved)
+      ::setenv(name.c_str(), saved->c_str(), 1);
+    else
+      ::unsetenv(name.c_str());
+  }
+};
+
+NamedSharding rows() { return NamedSharding(make_mesh({device_count()}, {"x"}), P{"x"}); }
+}  // namespace
+
+TEST_CASE("the Environment's end releases every cached block; views that outlive it stay valid") {
+  Shard<double, 2>::view_type kept;
+  std::size_t cached_inside = 0, limit_inside = 0;
+  {
+    Environment env;
+    limit_inside = memory_stats().cache_limit_bytes;
+    { auto a = iota<double, 2>({4 * device_count(), 100}, rows()); }
+    auto b = iota<double, 2>({2 * device_count(), 100}, rows());
+    kept = b.addressable_shards().front().data;
+    { auto c = zeros<double, 2>({8 * device_count(), 64}, rows()); }
+    cached_inside = memory_stats().bytes_cached;
+  }
+  const MemoryStats after = memory_stats();
+  bool ok = limit_inside > 0 && cached_inside > 0 && after.bytes_cached == 0 && after.cache_limit_bytes == 0;
+  ok = ok && after.bytes_in_use >= kept.size() * sizeof(double);
+  // The kept view still reads its values (iota: row-major flat index of its block) and can be written.
+  for (std::size_t j = 0; j < kept.extent(1); ++j) ok = ok && kept(0, j) == kept(0, 0) + static_cast<double>(j);
+  kept(1, 1) = 42.0;
+  ok = ok && kept(1, 1) == 42.0;
+  const std::size_t in_use = after.bytes_in_use;
+  kept = {};  // goes straight back to the system: no Environment, nothing is cached
+  ok = ok && memory_stats().bytes_in_use < in_use && memory_stats().bytes_cached == 0;
+  REQUIRE(all_ok(ok));
+}
+
+TEST_CASE("DARRAY_CACHE_BYTES is read at each start-up") {
+  {
+    EnvVar v("DARRAY_CACHE_BYTES", "3M");
+    Environment env;
+    REQUIRE(all_ok(memory_stats().cache_limit_bytes == 3u << 20));
+  }
+  {
+    EnvVar v("DARRAY_CACHE_BYTES", "0");
+    Environment env;
+    reset_memory_stats();
+    { auto a = iota<double, 2>({4 * device_count(), 100}, rows()); }
+    const MemoryStats s = memory_stats();
+    REQUIRE(all_ok(s.cache_limit_bytes == 0 && s.bytes_cached == 0 && s.allocations_from_system == 0));
+  }
+  Environment env;  // unset: the default, a quarter of this process's share of the host memory
+  const std::size_t expected =
+      detail::physical_host_memory_bytes() / static_cast<std::size_t>(local_process_count()) / 4;
+  REQUIRE(all_ok(memory_stats().cache_limit_bytes == expected));
+}
+
+TEST_CASE("a malformed DARRAY_CACHE_BYTES stops the Environment with an error naming it") {
+  for (const char* bad : {"lots", "-1", "4X", "", "1.5G"}) {
+    EnvVar v("DARRAY_CACHE_BYTES", bad);
+    DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, Environment(), "DARRAY_CACHE_BYTES", std::string("\"") + bad + "\"",
+                              "a byte count");
+  }
+}
