@@ -2,10 +2,16 @@
 // empty blocks, 0-d and zero-size arrays and element types of every kind, checked against the file's raw bytes as
 // well as after loading; replica 0 is what gets written; pieces split below the message limit; and every bad file
 // gives the same clear error on every process.
+#include <sys/resource.h>
+#include <sys/stat.h>
+
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <csignal>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -258,7 +264,7 @@ TEST_CASE("bad files give the same clear error on every process") {
   p = bad("fortran.npy", detail::format_npy_header("<f8", {3, 4}, true) + data);
   REQUIRE_SAME_ERROR(NotSupported, (io::load_npy<double, 2>(p, s)), "Fortran (column-major) order");
   // A directory is no file; a spec longer than the file's rank is the caller's mistake.
-  REQUIRE_SAME_ERROR(IoError, (io::load_npy<double, 2>(dir.path(), s)), "\" is a directory, not a .npy file");
+  REQUIRE_SAME_ERROR(IoError, (io::load_npy<double, 2>(dir.path(), s)), "\" is a directory, not a regular file");
   p = bad("rank1.npy", detail::format_npy_header("<f8", {12}) + data);
   const NamedSharding two_d(make_mesh({device_count(), 1}, {"a", "b"}), P{"a", "b"});
   REQUIRE_SAME_ERROR(InvalidArgument, (io::load_npy<double, 1>(p, two_d)), "has 2 entries but the array has rank 1");
@@ -278,6 +284,77 @@ TEST_CASE("save_npy failures are IoErrors naming the path and MPI's message, ali
   io::save_npy(dir.file("fine.npy"), a);
   const std::string err = check_file_bytes<double>(dir.file("fine.npy"), {10});
   REQUIRE(all_ok(err.empty()));
+}
+
+namespace {
+// Names of the entries of a directory, seen by process 0 and broadcast (a listing is what process 0 sees).
+std::vector<std::string> listing(const std::string& dir) {
+  std::string names;
+  if (process_index() == 0)
+    for (const auto& e : std::filesystem::directory_iterator(dir)) names += e.path().filename().string() + "\n";
+  detail::bcast_string(detail::world_comm(), names, 0);
+  std::vector<std::string> out;
+  for (const std::string& n : detail::split(names, '\n'))
+    if (!n.empty()) out.push_back(n);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+}  // namespace
+
+TEST_CASE("paths that are not regular files are rejected before any process opens them") {
+  TempDir dir;
+  const NamedSharding s(make_mesh({device_count()}, {"x"}), P{"x"});
+  const auto a = darray::testing::make_test_array<double, 1>({10}, s);
+  const std::string fifo = dir.file("pipe.npy");
+  if (process_index() == 0) REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  MPI_Barrier(MPI_COMM_WORLD);
+  // Opening a FIFO for reading blocks until a writer comes: this used to hang every process.
+  REQUIRE_SAME_ERROR(IoError, (io::load_npy<double, 1>(fifo, s)), "io::load_npy",
+                     "pipe.npy\" is a FIFO (named pipe), not a regular file");
+  REQUIRE_SAME_ERROR(IoError, io::read_npy_header(fifo), "pipe.npy\" is a FIFO");
+  REQUIRE_SAME_ERROR(IoError, io::save_npy(fifo, a), "io::save_npy", "pipe.npy\" is a FIFO");
+  REQUIRE_SAME_ERROR(IoError, io::save_npy(dir.path(), a), "io::save_npy", "is a directory, not a regular file");
+  REQUIRE_SAME_ERROR(IoError, (io::load_npy<double, 1>("/dev/null", s)), "\"/dev/null\" is a character device");
+  REQUIRE_SAME_ERROR(IoError, io::save_npy("", a), "io::save_npy", "the path is empty");
+  // Nothing was replaced or left behind.
+  struct stat st;
+  REQUIRE(all_ok(::stat(fifo.c_str(), &st) == 0 && S_ISFIFO(st.st_mode)));
+  REQUIRE(all_ok(listing(dir.path()) == std::vector<std::string>{"pipe.npy"}));
+}
+
+TEST_CASE("save_npy replaces a file atomically: temporary beside it, permissions and symlinks kept") {
+  TempDir dir;
+  const NamedSharding s(make_mesh({device_count()}, {"x"}), P{"x"});
+  const auto a = darray::testing::make_test_array<double, 1>({1000}, s);
+  const std::string path = dir.file("a.npy"), link = dir.file("link.npy");
+  io::save_npy(path, a);
+  if (process_index() == 0) {
+    REQUIRE(::chmod(path.c_str(), 0640) == 0);
+    REQUIRE(::symlink("a.npy", link.c_str()) == 0);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  io::save_npy(link, a);
+  struct stat st, lst;
+  REQUIRE(all_ok(::stat(path.c_str(), &st) == 0 && (st.st_mode & 07777) == 0640));
+  REQUIRE(all_ok(::lstat(link.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode)));
+  REQUIRE(all_ok(check_file_bytes<double>(path, {1000}).empty()));
+  REQUIRE(all_ok(listing(dir.path()) == std::vector<std::string>{"a.npy", "link.npy"}));
+
+  // A save that fails midway (here: the file size limit, EFBIG) leaves the old file as it was and no temporary.
+  const auto before = darray::testing::read_file_bytes(path);
+  const auto big = darray::testing::make_test_array<double, 1>({100000}, s);
+  struct rlimit saved;
+  REQUIRE(::getrlimit(RLIMIT_FSIZE, &saved) == 0);
+  const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  struct rlimit small = saved;
+  small.rlim_cur = 64 * 1024;
+  REQUIRE(::setrlimit(RLIMIT_FSIZE, &small) == 0);
+  const std::string err = darray::testing::error_message<IoError>([&] { io::save_npy(path, big); });
+  ::setrlimit(RLIMIT_FSIZE, &saved);
+  std::signal(SIGXFSZ, old_handler);
+  REQUIRE(all_ok(err.find("io::save_npy") != std::string::npos && err.find("a.npy") != std::string::npos));
+  REQUIRE(all_ok(darray::testing::read_file_bytes(path) == before));
+  REQUIRE(all_ok(listing(dir.path()) == std::vector<std::string>{"a.npy", "link.npy"}));
 }
 
 // Runs only in test_io_npy_check (DARRAY_CHECK=1, several processes): divergent calls are reported, not hung on.

@@ -51,3 +51,17 @@ TEST_CASE("a sharding invalid on one process only fails everywhere, not just the
   const NamedSharding target(mesh, process_index() == last() ? P{none, none, "x"} : P{none, "x"});
   DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, reshard(a, target), "DARRAY_CHECK");
 }
+
+TEST_CASE("a process that skips barrier while the others call it gets an error, not a hang") {
+  Mesh mesh = make_mesh({device_count()}, {"x"});
+  auto a = iota<double, 2>({8, 6}, NamedSharding(mesh, P{"x"}));
+  const std::string who = "process " + std::to_string(last());
+  if (process_index() == last()) {
+    DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, reshard(a, NamedSharding(mesh, P{})), "DARRAY_CHECK",
+                              "process 0 runs \"barrier()\"", who.c_str(), "reshard");
+  } else {
+    DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, barrier(), "DARRAY_CHECK", "process 0 runs \"barrier()\"", who.c_str(),
+                              "reshard");
+  }
+  barrier();  // and matching barriers still work
+}

@@ -44,6 +44,11 @@ TEST_CASE("malformed environment variables: the table") {
       {"DARRAY_MPI_MAX_MESSAGE_BYTES", "3GB", "bytes per MPI message"},
       {"DARRAY_MPI_MAX_MESSAGE_BYTES", "4294967296", "bytes per MPI message"},
       {"DARRAY_NCCL_TIMEOUT_S", "soon", "whole number of seconds"},
+      {"DARRAY_SHUTDOWN_TIMEOUT_S", "5s", "whole number of seconds from 0 (wait forever)"},
+      {"DARRAY_SHUTDOWN_TIMEOUT_S", "-1", "whole number of seconds from 0 (wait forever)"},
+      {"DARRAY_SHUTDOWN_TIMEOUT_S", "", "whole number of seconds from 0 (wait forever)"},
+      {"DARRAY_TIMEOUT_S", "1.5", "whole number of seconds from 0 (no deadline)"},
+      {"DARRAY_TIMEOUT_S", "31536001", "whole number of seconds from 0 (no deadline)"},
       {"DARRAY_NCCL_TIMEOUT_S", "0", "whole number of seconds"},
       {"DARRAY_CACHE_BYTES", "lots", "a byte count"},
       {"DARRAY_CACHE_BYTES", "-1", "a byte count"},
@@ -66,7 +71,8 @@ TEST_CASE("well-formed values pass, and every variable is in the registry") {
   const std::pair<const char*, const char*> good[] = {
       {"DARRAY_HOST_DEVICE_COUNT", "8"}, {"DARRAY_LOCAL_DEVICE_IDS", "0,1"}, {"DARRAY_BACKEND", "nccl"},
       {"DARRAY_CHECK", "on"},            {"DARRAY_LOG", "debug"},           {"DARRAY_MPI_MAX_MESSAGE_BYTES", "4096"},
-      {"DARRAY_NCCL_TIMEOUT_S", "30"},   {"DARRAY_CACHE_BYTES", "0"},        {"DARRAY_CACHE_BYTES", "4GiB"}};
+      {"DARRAY_NCCL_TIMEOUT_S", "30"},   {"DARRAY_CACHE_BYTES", "0"},        {"DARRAY_CACHE_BYTES", "4GiB"},
+      {"DARRAY_SHUTDOWN_TIMEOUT_S", "0"}, {"DARRAY_TIMEOUT_S", "600"}};
   for (const auto& [name, value] : good) {
     const auto saved = detail::getenv_opt(name);
     ::setenv(name, value, 1);
@@ -74,7 +80,7 @@ TEST_CASE("well-formed values pass, and every variable is in the registry") {
     CHECK(validate(name).empty());
     if (saved) ::setenv(name, saved->c_str(), 1); else ::unsetenv(name);
   }
-  CHECK(detail::env_vars().size() == 8);
+  CHECK(detail::env_vars().size() == 10);
 }
 
 TEST_CASE("unknown DARRAY_ variables are reported (typos), test helpers' prefixes are not") {

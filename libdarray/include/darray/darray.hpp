@@ -31,6 +31,7 @@
 #include "darray/comm/exchange.hpp"
 #include "darray/comm/group.hpp"
 #include "darray/comm/check.hpp"
+#include "darray/comm/barrier.hpp"
 #include "darray/comm/transport.hpp"
 #include "darray/comm/mpi_transport.hpp"
 #include "darray/comm/nccl_transport.hpp"

@@ -19,6 +19,15 @@ namespace darray {
 inline constexpr std::size_t default_max_message_bytes = static_cast<std::size_t>(INT_MAX) / 64 * 64;
 inline constexpr int default_nccl_timeout_seconds = 600;
 inline constexpr int max_host_device_count = 4096;
+// How long a process whose Environment ends waits for the others before it aborts the job (DARRAY_SHUTDOWN_TIMEOUT_S).
+// 300 s, the shutdown-barrier timeout of JAX's distributed runtime: long enough for ordinary end-of-run imbalance
+// (one process writing a report while the others finish), short enough that a job whose processes wait on a
+// process that left early is ended within minutes instead of burning its whole allocation. 0 waits forever.
+inline constexpr int default_shutdown_timeout_seconds = 300;
+// Deadline of blocking waits inside the library (DARRAY_TIMEOUT_S): off by default, because a legitimate wait (a
+// peer computing for hours between two collectives) has no natural bound; set it to turn a hang into an error.
+inline constexpr int default_wait_timeout_seconds = 0;
+inline constexpr int max_timeout_seconds = 31536000;
 
 namespace detail {
 
@@ -32,6 +41,18 @@ inline std::size_t env_max_message_bytes() {
 inline int env_nccl_timeout_seconds() {
   return static_cast<int>(env_int("DARRAY_NCCL_TIMEOUT_S", default_nccl_timeout_seconds, 1, 31536000,
                                   "a whole number of seconds from 1 to 31536000"));
+}
+
+inline int env_shutdown_timeout_seconds() {
+  return static_cast<int>(
+      env_int("DARRAY_SHUTDOWN_TIMEOUT_S", default_shutdown_timeout_seconds, 0, max_timeout_seconds,
+              "a whole number of seconds from 0 (wait forever) to " + std::to_string(max_timeout_seconds)));
+}
+
+inline int env_wait_timeout_seconds() {
+  return static_cast<int>(
+      env_int("DARRAY_TIMEOUT_S", default_wait_timeout_seconds, 0, max_timeout_seconds,
+              "a whole number of seconds from 0 (no deadline) to " + std::to_string(max_timeout_seconds)));
 }
 
 inline int env_host_device_count() {
@@ -86,6 +107,10 @@ inline const std::vector<EnvVar>& env_vars() {
       {"DARRAY_NCCL_TIMEOUT_S", "NCCL operation timeout", [] { (void)env_nccl_timeout_seconds(); }},
       {"DARRAY_CACHE_BYTES", "bound of the shard memory cache per memory space (0: off)",
        [] { (void)env_cache_bytes(); }},
+      {"DARRAY_SHUTDOWN_TIMEOUT_S", "how long an ending process waits for the others before aborting the job",
+       [] { (void)env_shutdown_timeout_seconds(); }},
+      {"DARRAY_TIMEOUT_S", "deadline of blocking waits inside the library (0: none)",
+       [] { (void)env_wait_timeout_seconds(); }},
   };
   return vars;
 }

@@ -15,6 +15,7 @@
 #include "darray/array/detail/checks.hpp"
 #include "darray/array/distributed_array.hpp"
 #include "darray/io/detail/block_transfers.hpp"
+#include "darray/io/detail/file_replace.hpp"
 #include "darray/io/detail/mpi_file.hpp"
 #include "darray/io/detail/npy_dtype.hpp"
 #include "darray/io/detail/npy_file.hpp"
@@ -42,7 +43,11 @@ inline NpyHeader read_npy_header(const std::string& path) {
 // Writes `array` to `path` as a .npy file numpy reads with np.load (format 1.0, C order, little-endian dtype such
 // as '<f8', data aligned to 64 bytes). Collective over every process. Each block is written once, by the process
 // holding its replica 0, through an MPI subarray file view and MPI_File_write_all; nothing is gathered. An existing
-// file is replaced. MPI-IO failures throw the same IoError (naming the path and MPI's message) on every process.
+// file is replaced atomically: the data goes to a temporary file beside it, synced by every process, which process 0
+// renames over the target once all succeeded, so a crash at any moment leaves the old file or the new one (a killed
+// save may leave its temporary, ".<name>.darray-tmp.*", behind). A target that exists but is not a regular file
+// (FIFO, directory, device) is an IoError before any process opens it. MPI-IO failures throw the same IoError
+// (naming the path and MPI's message) on every process, and the old file stays as it was.
 template <class T, int N, class MemorySpace>
 void save_npy(const std::string& path, const DistributedArray<T, N, MemorySpace>& array,
               const NpyOptions& options = {}) {
@@ -58,23 +63,33 @@ void save_npy(const std::string& path, const DistributedArray<T, N, MemorySpace>
   const int rounds = detail::agreed_rounds(blocks.size(), comm);
   Kokkos::fence();  // kernels that fill the shards may still run (asynchronous on GPUs); MPI reads them next
 
-  detail::IoLatch latch(api, path);
-  MPI_File fh = detail::open_collective(comm, path, MPI_MODE_CREATE | MPI_MODE_WRONLY, latch);
-  // Replacing a longer file must not leave its tail behind.
-  latch.check(MPI_File_set_size(fh, static_cast<MPI_Offset>(header.size() + array.nbytes())), "MPI_File_set_size");
-  if (process_index() == 0 && latch.ok()) {
-    MPI_Status status;
-    if (latch.check(MPI_File_write_at(fh, 0, header.data(), static_cast<int>(header.size()), MPI_BYTE, &status),
-                    "MPI_File_write_at (header)")) {
-      int wrote = 0;
-      if (latch.check(MPI_Get_count(&status, MPI_BYTE, &wrote), "MPI_Get_count") &&
-          wrote != static_cast<int>(header.size()))
-        latch.fail("wrote " + std::to_string(wrote) + " of " + std::to_string(header.size()) + " header bytes");
+  // Written to a temporary beside the target and renamed over it only once complete (see file_replace.hpp).
+  const detail::FileReplacement out = detail::prepare_replacement(api, path, comm);
+  try {
+    detail::IoLatch latch(api, path);
+    MPI_File fh =
+        detail::open_collective(comm, out.temporary, MPI_MODE_CREATE | MPI_MODE_EXCL | MPI_MODE_WRONLY, latch);
+    latch.check(MPI_File_set_size(fh, static_cast<MPI_Offset>(header.size() + array.nbytes())), "MPI_File_set_size");
+    if (process_index() == 0 && latch.ok()) {
+      MPI_Status status;
+      if (latch.check(MPI_File_write_at(fh, 0, header.data(), static_cast<int>(header.size()), MPI_BYTE, &status),
+                      "MPI_File_write_at (header)")) {
+        int wrote = 0;
+        if (latch.check(MPI_Get_count(&status, MPI_BYTE, &wrote), "MPI_Get_count") &&
+            wrote != static_cast<int>(header.size()))
+          latch.fail("wrote " + std::to_string(wrote) + " of " + std::to_string(header.size()) + " header bytes");
+      }
     }
+    detail::transfer_rounds(fh, static_cast<MPI_Offset>(header.size()), rounds, blocks.transfers(), true, latch);
+    // Every process's bytes reach the storage before the rename makes them the file.
+    latch.check(MPI_File_sync(fh), "MPI_File_sync");
+    latch.check(MPI_File_close(&fh), "MPI_File_close");
+    latch.agree(comm);
+  } catch (...) {
+    detail::discard_replacement(out, comm);
+    throw;
   }
-  detail::transfer_rounds(fh, static_cast<MPI_Offset>(header.size()), rounds, blocks.transfers(), true, latch);
-  latch.check(MPI_File_close(&fh), "MPI_File_close");
-  latch.agree(comm);
+  detail::commit_replacement(api, out, comm);
 }
 
 // Reads the .npy file at `path` into an array with `sharding`, whatever wrote the file and however many

@@ -6,6 +6,8 @@
 #include <mpi.h>
 #include <unistd.h>
 
+#include <exception>
+#include <iostream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,6 +19,7 @@
 #include "darray/runtime/detail/gpu.hpp"
 #include "darray/runtime/detail/kokkos_compat.hpp"
 #include "darray/runtime/detail/mpi.hpp"
+#include "darray/runtime/detail/shutdown.hpp"
 #include "darray/runtime/detail/state.hpp"
 #include "darray/runtime/device.hpp"
 #include "darray/runtime/launcher.hpp"
@@ -104,6 +107,19 @@ public:
 
   ~Environment() {
     auto& s = detail::state();
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    // Before MPI_Finalize (which would wait forever for processes stuck in a collective this one skipped), every
+    // process waits for the others to reach their end; see runtime/detail/shutdown.hpp.
+    if (m_mpi_owned && s.active && s.size > 1 && !finalized) {
+      const bool unwinding = std::uncaught_exceptions() > m_uncaught_at_start;
+      double waited = 0;
+      if (!detail::all_arrive_within(s.comm, s.shutdown_timeout_s, &waited)) {
+        std::cerr << detail::early_exit_message(s.rank, s.size, unwinding, s.shutdown_timeout_s) << std::endl;
+        MPI_Abort(MPI_COMM_WORLD, 1);
+      }
+      DARRAY_LOG(debug, "shutdown agreement: all processes arrived after " << waited * 1e6 << " us");
+    }
     // Cached communicators and plans go first: they hold MPI and Kokkos resources.
     while (!s.finalizers.empty()) {
       auto fn = std::move(s.finalizers.back());
@@ -114,8 +130,7 @@ public:
       }
     }
     if (m_kokkos_owned && Kokkos::is_initialized()) Kokkos::finalize();
-    int finalized = 0;
-    MPI_Finalized(&finalized);
+    if (!finalized && s.sync_comm != MPI_COMM_NULL) MPI_Comm_free(&s.sync_comm);
     if (!finalized && s.comm != MPI_COMM_NULL) MPI_Comm_free(&s.comm);
     s = detail::RuntimeState{};
     if (m_mpi_owned && !finalized) MPI_Finalize();
@@ -140,6 +155,7 @@ private:
     try {
       start(options);
     } catch (...) {
+      if (s.sync_comm != MPI_COMM_NULL) MPI_Comm_free(&s.sync_comm);
       if (s.comm != MPI_COMM_NULL) MPI_Comm_free(&s.comm);
       s = detail::RuntimeState{};
       if (m_kokkos_owned && Kokkos::is_initialized()) Kokkos::finalize();
@@ -170,6 +186,8 @@ private:
       s.launcher = detect_launcher();
       setup = detail::resolve_local_setup(options, s.local_rank);
       s.consistency_checks = detail::env_check();
+      s.shutdown_timeout_s = detail::env_shutdown_timeout_seconds();
+      s.wait_timeout_s = detail::env_wait_timeout_seconds();
     });
     if (s.rank == 0)
       for (const std::string& name : detail::unknown_env_vars(environ))
@@ -179,6 +197,12 @@ private:
     int check_mine = s.consistency_checks ? 1 : 0, check_any = 0;
     DARRAY_MPI_CHECK(MPI_Allreduce(&check_mine, &check_any, 1, MPI_INT, MPI_MAX, s.comm));
     s.consistency_checks = check_any == 1;
+    // Likewise the wait deadline changes how barrier() communicates: the largest value set anywhere applies.
+    DARRAY_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &s.wait_timeout_s, 1, MPI_INT, MPI_MAX, s.comm));
+    if (s.wait_timeout_s > 0) {
+      DARRAY_MPI_CHECK(MPI_Comm_dup(s.comm, &s.sync_comm));
+      DARRAY_MPI_CHECK(MPI_Comm_set_errhandler(s.sync_comm, MPI_ERRORS_RETURN));
+    }
     if (s.launcher.kind != LauncherKind::none) {
       if (s.launcher.rank >= 0 && s.launcher.rank != s.rank)
         DARRAY_LOG(warn, "launcher " << to_string(s.launcher.kind) << " says rank " << s.launcher.rank << " but MPI says "
@@ -216,6 +240,7 @@ private:
 
   bool m_mpi_owned = false;
   bool m_kokkos_owned = false;
+  int m_uncaught_at_start = std::uncaught_exceptions();  // more at destruction: an exception is unwinding through us
 };
 
 inline int process_index() { return detail::active_state("process_index").rank; }
@@ -231,12 +256,5 @@ inline int local_process_count() { return detail::active_state("local_process_co
 inline Backend backend() { return detail::active_state("backend").backend; }
 // What the launcher's environment variables said about this process.
 inline const LauncherInfo& launcher() { return detail::active_state("launcher").launcher; }
-
-// Blocks until every process arrives (sync_global_devices): fences this process's devices first.
-inline void barrier() {
-  const auto& s = detail::active_state("barrier");
-  Kokkos::fence();
-  DARRAY_MPI_CHECK(MPI_Barrier(s.comm));
-}
 
 }  // namespace darray

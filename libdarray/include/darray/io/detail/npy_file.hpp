@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "darray/core/error.hpp"
+#include "darray/io/detail/file_replace.hpp"
 #include "darray/io/detail/mpi_file.hpp"
 #include "darray/io/detail/npy_header.hpp"
 #include "darray/io/npy_header.hpp"
@@ -30,10 +31,10 @@ struct NpyFileInfo {
 class LocalFile {
  public:
   LocalFile(const char* api, const std::string& path) : m_api(api), m_path(path) {
-    // Some MPI-IO implementations open a directory and then read nothing from it; say what it is instead.
+    // Opening a FIFO blocks until a writer appears (the job would hang), and some MPI-IO implementations open a
+    // directory and then read nothing from it: say what the path is instead.
     struct stat st;
-    DARRAY_THROW_IF(::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode), IoError, api,
-                    npy_where(path) << " is a directory, not a .npy file");
+    require_regular_file(api, path, /*missing_ok=*/false, &st);
     const int rc = MPI_File_open(MPI_COMM_SELF, path.c_str(), MPI_MODE_RDONLY, MPI_INFO_NULL, &m_fh);
     DARRAY_THROW_IF(rc != MPI_SUCCESS, IoError, api, npy_where(path) << ": cannot open: " << mpi_error_string(rc));
     MPI_File_set_errhandler(m_fh, MPI_ERRORS_RETURN);

@@ -29,6 +29,9 @@ struct RuntimeState {
   DeviceKind device_kind = DeviceKind::cpu;
   int host_device_count = 1;
   bool consistency_checks = false;  // DARRAY_CHECK, agreed across processes at start-up
+  int shutdown_timeout_s = 300;     // DARRAY_SHUTDOWN_TIMEOUT_S, this process's own
+  int wait_timeout_s = 0;           // DARRAY_TIMEOUT_S, agreed across processes at start-up (the largest)
+  MPI_Comm sync_comm = MPI_COMM_NULL;  // barrier's messages when wait_timeout_s > 0, apart from all other traffic
   std::vector<Device> devices;        // global table, ordered by id
   std::vector<Device> local_devices;  // this process's, ordered by local index
   std::vector<std::function<void()>> finalizers;

@@ -1,0 +1,150 @@
+// Crash-safe file writing for the io layer: a save writes a temporary file beside its target (same directory, so
+// the final rename(2) is atomic), every process writes and syncs its part, the processes agree that all succeeded,
+// and only then process 0 renames the temporary over the target and syncs the directory. A crash or error at any
+// moment leaves the old file or the new one, never a torn one; on an error the temporary is removed. A process
+// killed mid-save cannot remove it: such leftovers are named ".<target name>.darray-tmp.*".
+// Also the regular-file check shared by loads and saves: a FIFO, directory or device is rejected by process 0
+// before any process opens it (opening a FIFO blocks until a writer appears, which would hang the job).
+#pragma once
+
+#include <fcntl.h>
+#include <mpi.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "darray/comm/check.hpp"
+#include "darray/core/error.hpp"
+#include "darray/io/detail/npy_header.hpp"
+#include "darray/runtime/detail/agree.hpp"
+#include "darray/runtime/detail/mpi.hpp"
+
+namespace darray {
+namespace detail {
+
+inline const char* file_kind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+// Throws IoError unless `path` is absent (when missing_ok) or a regular file (after following symlinks). Runs on one
+// process; callers broadcast the outcome. Returns whether the file exists and, if so, its stat data in *st.
+inline bool require_regular_file(const char* api, const std::string& path, bool missing_ok, struct stat* st) {
+  if (::stat(path.c_str(), st) != 0) {
+    const int err = errno;
+    DARRAY_THROW_IF(err != ENOENT || !missing_ok, IoError, api,
+                    npy_where(path) << ": cannot open: " << std::strerror(err));
+    return false;
+  }
+  DARRAY_THROW_IF(
+      !S_ISREG(st->st_mode), IoError, api,
+      npy_where(path) << " is " << file_kind(st->st_mode)
+                      << ", not a regular file; .npy files are read from and written to regular files only");
+  return true;
+}
+
+struct FileReplacement {
+  std::string target;      // where the file ends up (a symlink's target, so the link keeps pointing at it)
+  std::string temporary;   // beside target, unique to this save
+  bool keep_mode = false;  // the old file's permission bits go to the new one
+  mode_t mode = 0;
+};
+
+inline std::string directory_of(const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// Collective over comm: process 0 checks the target and names the temporary; every process returns the same
+// FileReplacement or throws the same IoError (for a target that is a FIFO, directory, device...).
+inline FileReplacement prepare_replacement(const char* api, const std::string& path, MPI_Comm comm) {
+  int rank = 0;
+  DARRAY_MPI_CHECK(MPI_Comm_rank(comm, &rank));
+  FileReplacement r;
+  CapturedError error;
+  if (rank == 0) {
+    error = capture_error([&] {
+      DARRAY_THROW_IF(path.empty(), IoError, api, "the path is empty; expected a file name");
+      struct stat st;
+      r.target = path;
+      if (require_regular_file(api, path, /*missing_ok=*/true, &st)) {
+        r.keep_mode = true;
+        r.mode = st.st_mode & 07777;
+        struct stat link;
+        if (::lstat(path.c_str(), &link) == 0 && S_ISLNK(link.st_mode)) {
+          char resolved[PATH_MAX];
+          DARRAY_THROW_IF(::realpath(path.c_str(), resolved) == nullptr, IoError, api,
+                          npy_where(path) << ": cannot resolve the symbolic link: " << std::strerror(errno));
+          r.target = resolved;
+        }
+      }
+      static unsigned counter = 0;
+      const auto slash = r.target.find_last_of('/');
+      const std::string dir = directory_of(r.target);
+      const std::string name = slash == std::string::npos ? r.target : r.target.substr(slash + 1);
+      const auto now = std::chrono::system_clock::now().time_since_epoch();
+      r.temporary = (slash == std::string::npos ? std::string() : dir + (dir == "/" ? "" : "/")) + "." + name +
+                    ".darray-tmp." + std::to_string(::getpid()) + "." +
+                    std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(now).count()) + "." +
+                    std::to_string(counter++);
+    });
+  }
+  agree_on_error(comm, error);
+  bcast_string(comm, r.temporary, 0);
+  return r;
+}
+
+// Process 0 removes the temporary (after a failed save); the others do nothing. Never throws.
+inline void discard_replacement(const FileReplacement& r, MPI_Comm comm) noexcept {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  if (rank == 0 && !r.temporary.empty()) ::unlink(r.temporary.c_str());
+}
+
+// Collective over comm, after every process wrote, synced and closed the temporary: process 0 renames it over the
+// target (atomic within a directory) and syncs the directory so the rename survives a power loss. Throws the same
+// IoError everywhere on failure, with the temporary removed and the old file untouched.
+inline void commit_replacement(const char* api, const FileReplacement& r, MPI_Comm comm) {
+  int rank = 0;
+  DARRAY_MPI_CHECK(MPI_Comm_rank(comm, &rank));
+  CapturedError error;
+  if (rank == 0) {
+    error = capture_error([&] {
+      // MPI-IO creates files with its own permissions; a replaced file keeps the ones it had.
+      DARRAY_THROW_IF(r.keep_mode && ::chmod(r.temporary.c_str(), r.mode) != 0, IoError, api,
+                      npy_where(r.target) << ": cannot set the permissions of the temporary file "
+                                          << npy_where(r.temporary) << ": " << std::strerror(errno));
+      DARRAY_THROW_IF(::rename(r.temporary.c_str(), r.target.c_str()) != 0, IoError, api,
+                      npy_where(r.target) << ": cannot rename the complete temporary file " << npy_where(r.temporary)
+                                          << " over it: " << std::strerror(errno));
+      const int fd = ::open(directory_of(r.target).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      if (fd >= 0) {
+        // Some file systems cannot sync a directory (EINVAL); the rename itself has happened either way.
+        const int rc = ::fsync(fd), err = errno;
+        ::close(fd);
+        DARRAY_THROW_IF(rc != 0 && err != EINVAL && err != ENOTSUP, IoError, api,
+                        npy_where(r.target)
+                            << ": the file was replaced, but syncing its directory failed: " << std::strerror(err));
+      }
+    });
+    if (error.kind != ErrorKind::none) {
+      struct stat st;
+      if (::stat(r.temporary.c_str(), &st) == 0) ::unlink(r.temporary.c_str());
+    }
+  }
+  agree_on_error(comm, error);
+}
+
+}  // namespace detail
+}  // namespace darray

@@ -1,0 +1,64 @@
+// The shutdown agreement of ~Environment. A process whose Environment ends while the others still wait for it in a
+// collective would leave them hanging forever once it calls MPI_Finalize; instead it first waits (non-blocking
+// barrier, polled) for every process to reach its own end, and when they do not arrive within
+// DARRAY_SHUTDOWN_TIMEOUT_S it aborts the whole job with one message saying which process left and why.
+#pragma once
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <thread>
+
+namespace darray {
+namespace detail {
+
+// Collective over comm in the sense of MPI_Ibarrier: true when every process entered it within timeout_s seconds
+// (timeout_s <= 0: waits without limit). `waited` receives the seconds spent. Polls quickly at first, so a normal end
+// of program, where processes arrive within microseconds of one another, costs one barrier; then backs off to 10 ms
+// so a long wait does not burn a core that another process may need. Never throws.
+inline bool all_arrive_within(MPI_Comm comm, double timeout_s, double* waited = nullptr) noexcept {
+  using clock = std::chrono::steady_clock;
+  const auto start = clock::now();
+  MPI_Request request = MPI_REQUEST_NULL;
+  bool arrived = false;
+  if (MPI_Ibarrier(comm, &request) == MPI_SUCCESS) {
+    auto pause = std::chrono::microseconds(0);
+    for (long polls = 0;; ++polls) {
+      int done = 0;
+      if (MPI_Test(&request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) break;
+      if (done) {
+        arrived = true;
+        break;
+      }
+      const double elapsed = std::chrono::duration<double>(clock::now() - start).count();
+      if (timeout_s > 0 && elapsed >= timeout_s) break;
+      if (polls >= 1000) {
+        pause = std::min(std::chrono::microseconds(10000), std::max(std::chrono::microseconds(50), pause * 2));
+        std::this_thread::sleep_for(pause);
+      }
+    }
+  }
+  if (waited != nullptr) *waited = std::chrono::duration<double>(clock::now() - start).count();
+  return arrived;
+}
+
+// The one message of a process that aborts the job because the others did not reach the end.
+inline std::string early_exit_message(int rank, int size, bool unwinding, int timeout_s) {
+  std::ostringstream os;
+  os << "darray: process " << rank << " left ("
+     << (unwinding ? "its darray::Environment was destroyed by an exception propagating through it"
+                   : "its darray::Environment ended: main returned or the Environment went out of scope")
+     << ") while other processes were still communicating: the other " << size - 1
+     << " process(es) did not reach the end of the program within DARRAY_SHUTDOWN_TIMEOUT_S = " << timeout_s
+     << " s, so they are most likely waiting in a collective that process " << rank
+     << " skipped. Aborting the job instead of hanging (raise DARRAY_SHUTDOWN_TIMEOUT_S if processes legitimately "
+        "finish that far apart; 0 waits forever).";
+  return os.str();
+}
+
+}  // namespace detail
+}  // namespace darray
