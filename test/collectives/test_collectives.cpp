@@ -234,9 +234,9 @@ bool bit_equal(const DistributedArray<T, N, M>& a, const DistributedArray<T, N, 
   const auto& y = b.addressable_shards();
   for (std::size_t i = 0; i < x.size(); ++i) {
     if (x[i].data.size() != y[i].data.size()) return false;
-    if (x[i].data.size() > 0 &&
-        std::memcmp(x[i].data.data(), y[i].data.data(), x[i].data.size() * sizeof(T)) != 0)
-      return false;
+    const auto hx = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), x[i].data);  // device memory too
+    const auto hy = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), y[i].data);
+    if (x[i].data.size() > 0 && std::memcmp(hx.data(), hy.data(), x[i].data.size() * sizeof(T)) != 0) return false;
   }
   return true;
 }

@@ -43,7 +43,8 @@ bool padded_ok(const std::vector<PaddedShard<int64_t, N>>& shards, const Shape& 
   for (const auto& s : shards) {
     const Shape ext = box_shape(s.padded_index);
     const int64_t n = volume(ext);
-    const int64_t* p = s.data.data();
+    const auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), s.data);  // device memory too
+    const int64_t* p = host.data();
     for (int64_t e = 0; e < n; ++e) {
       std::vector<int64_t> x(N);
       int64_t rest = e;
@@ -176,11 +177,12 @@ TEST_CASE("halo of floating-point data on a 2-D mesh with a replicated axis", "[
   bool ok = true;
   for (const auto& s : padded) {
     const Shape ext = box_shape(s.padded_index);
+    const auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), s.data);  // device memory too
     for (int64_t i = 0; i < ext[0]; ++i)
       for (int64_t j = 0; j < ext[1]; ++j) {
         const int64_t gi = ((s.padded_index[0].start + i) % 9 + 9) % 9, gj = s.padded_index[1].start + j;
         const double want = gj < 0 || gj >= 4 ? -1.0 : static_cast<double>(gi * 4 + gj);
-        ok = ok && s.data(i, j) == want;
+        ok = ok && host(i, j) == want;
       }
   }
   REQUIRE(all_ok(ok));

@@ -13,6 +13,7 @@
 #include "darray/core/index.hpp"
 #include "darray/fft/options.hpp"
 #include "darray/fft/plan.hpp"
+#include "darray/runtime/detail/plan_cache.hpp"
 #include "darray/runtime/detail/state.hpp"
 
 namespace darray {
@@ -36,27 +37,15 @@ struct PlanKeyHash {
   }
 };
 
-// One cache per plan type. Plans hold FFTW plans and ReshardPlans, so they are dropped when the Environment ends.
+// One cache per plan type; each plan keeps two work buffers of the array's size, hence the small capacity.
 template <class PlanType>
 const PlanType& cached_plan(const Shape& shape, const NamedSharding& sharding, Normalization norm) {
-  static std::unordered_map<PlanKey, std::unique_ptr<PlanType>, PlanKeyHash> cache;
-  static bool cleanup_registered = false;
-  PlanKey key{shape, sharding, norm};
-  auto it = cache.find(key);
-  if (it != cache.end()) return *it->second;
-  if (!cleanup_registered) {
-    darray::detail::at_finalize([] {
-      cache.clear();
-      cleanup_registered = false;
-    });
-    cleanup_registered = true;
-  }
-  constexpr std::size_t capacity = 16;  // each plan keeps two work buffers of the array's size
-  if (cache.size() >= capacity) cache.clear();
-  Options options;
-  options.normalization = norm;
-  auto plan = std::make_unique<PlanType>(shape, sharding, options);
-  return *cache.emplace(std::move(key), std::move(plan)).first->second;
+  static darray::detail::PlanCache<PlanKey, PlanType, PlanKeyHash> cache(16);
+  return *cache.get(PlanKey{shape, sharding, norm}, [&] {
+    Options options;
+    options.normalization = norm;
+    return std::make_shared<PlanType>(shape, sharding, options);
+  });
 }
 
 }  // namespace detail

@@ -27,12 +27,6 @@
 namespace darray {
 namespace io {
 
-struct NpyOptions {
-  // Move every piece through a host staging buffer, as device memory that the host cannot address requires. Host
-  // memory is read and written in place; this flag lets tests exercise the staged path on the host too.
-  bool staged = false;
-};
-
 // What the .npy file at `path` holds: dtype string, shape, memory order, data offset. Collective: process 0 reads
 // the header and every process returns it, or throws the same IoError for a file that is not a valid .npy.
 inline NpyHeader read_npy_header(const std::string& path) {
@@ -49,15 +43,14 @@ inline NpyHeader read_npy_header(const std::string& path) {
 // (FIFO, directory, device) is an IoError before any process opens it. MPI-IO failures throw the same IoError
 // (naming the path and MPI's message) on every process, and the old file stays as it was.
 template <class T, int N, class MemorySpace>
-void save_npy(const std::string& path, const DistributedArray<T, N, MemorySpace>& array,
-              const NpyOptions& options = {}) {
+void save_npy(const std::string& path, const DistributedArray<T, N, MemorySpace>& array) {
   constexpr const char* api = "io::save_npy";
   detail::check_io_call(
       api, path,
       dtype_name<T>() + " array of shape " + numpy_shape_string(array.shape()) + ", " + array.sharding().to_string());
   const MPI_Comm comm = detail::world_comm();
   const std::string header = detail::format_npy_header(detail::npy_descr<T>(), array.shape());
-  detail::BlockTransfers<T, MemorySpace> blocks(/*writing=*/true, options.staged);
+  detail::BlockTransfers<T, MemorySpace> blocks(/*writing=*/true);
   for (const auto& s : array.addressable_shards())
     if (s.replica_id == 0 && volume(s.index) > 0) blocks.add(s.data.data(), array.shape(), s.index);
   const int rounds = detail::agreed_rounds(blocks.size(), comm);
@@ -99,8 +92,7 @@ void save_npy(const std::string& path, const DistributedArray<T, N, MemorySpace>
 // malformed or truncated file and for a dtype or rank other than T and N, NotSupported for Fortran order and
 // big-endian data; the same error on every process.
 template <class T, int N, class MemorySpace = DefaultMemorySpace>
-DistributedArray<T, N, MemorySpace> load_npy(const std::string& path, const NamedSharding& sharding,
-                                             const NpyOptions& options = {}) {
+DistributedArray<T, N, MemorySpace> load_npy(const std::string& path, const NamedSharding& sharding) {
   constexpr const char* api = "io::load_npy";
   detail::check_io_call(std::string(api) + "<" + dtype_name<T>() + ", " + std::to_string(N) + ">", path,
                         sharding.to_string());
@@ -114,7 +106,7 @@ DistributedArray<T, N, MemorySpace> load_npy(const std::string& path, const Name
   const auto devs = detail::process_device_blocks(sharding, shape, process_index());
   auto shards = detail::allocate_shards<T, N, MemorySpace>(devs, /*initialize=*/false);
   const auto distinct = detail::distinct_blocks(devs);
-  detail::BlockTransfers<T, MemorySpace> blocks(/*writing=*/false, options.staged);
+  detail::BlockTransfers<T, MemorySpace> blocks(/*writing=*/false);
   for (const detail::Block& b : distinct) blocks.add(shards[b.holders[0]].data.data(), shape, b.index);
   const int rounds = detail::agreed_rounds(blocks.size(), comm);
 

@@ -18,6 +18,7 @@
 #include "darray/comm/world_transport.hpp"
 #include "darray/redistribute/detail/reshard_moves.hpp"
 #include "darray/redistribute/plan.hpp"
+#include "darray/runtime/detail/plan_cache.hpp"
 #include "darray/runtime/environment.hpp"
 
 namespace darray {
@@ -87,16 +88,11 @@ struct ReshardPlanKeyHash {
     return h;
   }
 };
-struct ReshardPlanCache {
-  std::unordered_map<ReshardPlanKey, std::shared_ptr<const ReshardPlan>, ReshardPlanKeyHash> plans;
-  bool cleanup_registered = false;
-  std::size_t hits = 0, misses = 0;
-};
-inline ReshardPlanCache& reshard_plan_cache() {
-  static ReshardPlanCache c;
-  return c;
+// Plans of every (src, dst, shape, element size) reshard this process ran recently.
+inline PlanCache<ReshardPlanKey, const ReshardPlan, ReshardPlanKeyHash>& reshard_plan_cache() {
+  static PlanCache<ReshardPlanKey, const ReshardPlan, ReshardPlanKeyHash> cache(256);
+  return cache;
 }
-inline constexpr std::size_t reshard_plan_cache_capacity = 256;
 
 }  // namespace detail
 
@@ -144,22 +140,9 @@ void execute(const ReshardPlan& plan, const DistributedArray<T, N, M>& in, Distr
 // The cached plan for moving arrays of `shape` and element type T from src to dst on this process.
 template <class T>
 std::shared_ptr<const ReshardPlan> reshard_plan(const NamedSharding& src, const NamedSharding& dst, const Shape& shape) {
-  auto& cache = detail::reshard_plan_cache();
-  detail::ReshardPlanKey key{src, dst, shape, sizeof(T)};
-  auto it = cache.plans.find(key);
-  if (it != cache.plans.end()) {
-    ++cache.hits;
-    return it->second;
-  }
-  ++cache.misses;
-  auto plan = std::make_shared<const ReshardPlan>(src, dst, shape, sizeof(T), process_index());
-  if (cache.plans.size() >= detail::reshard_plan_cache_capacity) cache.plans.clear();
-  if (!cache.cleanup_registered) {
-    detail::at_finalize([] { detail::reshard_plan_cache() = detail::ReshardPlanCache{}; });
-    cache.cleanup_registered = true;
-  }
-  cache.plans.emplace(std::move(key), plan);
-  return plan;
+  return detail::reshard_plan_cache().get(detail::ReshardPlanKey{src, dst, shape, sizeof(T)}, [&] {
+    return std::make_shared<const ReshardPlan>(src, dst, shape, sizeof(T), process_index());
+  });
 }
 
 // Any sharding to any sharding of the same global shape over the same devices. Collective.

@@ -20,6 +20,7 @@
 #include "darray/comm/chunked_collectives.hpp"
 #include "darray/comm/limits.hpp"
 #include "darray/comm/mpi_transport.hpp"
+#include "darray/array/detail/block_cache.hpp"
 #include "darray/array/detail/box_copy.hpp"
 #include "darray/redistribute/detail/engine.hpp"
 
@@ -65,8 +66,8 @@ void on_host(Kokkos::View<T*, M> data, bool copy_back, Step&& step) {
 template <class T, class M, class Exec>
 Kokkos::View<T*, M> reduce_slots(const Exec& space, const CollectivePlan& plan, const ShardPointers<T>& shard,
                                  ReduceOp op) {
-  Kokkos::View<T*, M> slots(Kokkos::view_alloc("darray::collective slots", Kokkos::WithoutInitializing),
-                            static_cast<std::size_t>(plan.slot_elements));
+  const auto slots = cached_view<Kokkos::View<T*, M>>("darray::collective slots",
+                                                     static_cast<std::size_t>(plan.slot_elements));
   for (const Slot& slot : plan.slots) {
     T* dst = slots.data() + slot.offset;
     const int64_t n = volume(slot.shape);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "darray/core/index.hpp"
+#include "darray/runtime/detail/plan_cache.hpp"
 #include "darray/runtime/detail/state.hpp"
 #include "darray/runtime/device.hpp"
 #include "darray/sharding/named_sharding.hpp"
@@ -128,33 +129,15 @@ struct PlanKeyHasher {
   }
 };
 
-struct CollectivePlanCache {
-  std::unordered_map<PlanKey, std::shared_ptr<const CollectivePlan>, PlanKeyHasher> plans;
-  bool cleanup_registered = false;
-};
-
-inline CollectivePlanCache& collective_plan_cache() {
-  static CollectivePlanCache c;
-  return c;
+inline PlanCache<PlanKey, const CollectivePlan, PlanKeyHasher>& collective_plan_cache() {
+  static PlanCache<PlanKey, const CollectivePlan, PlanKeyHasher> cache(256);
+  return cache;
 }
 
-inline constexpr std::size_t collective_plan_cache_capacity = 256;
-
-// The cached plan for key, built by build() on a miss. Plans describe this process only, so the cache is dropped
-// when the Environment ends (the next one may number processes differently).
+// The cached plan for key, built by build() on a miss.
 template <class Build>
-std::shared_ptr<const CollectivePlan> cached_plan(PlanKey key, Build&& build) {
-  CollectivePlanCache& cache = collective_plan_cache();
-  const auto it = cache.plans.find(key);
-  if (it != cache.plans.end()) return it->second;
-  auto plan = std::make_shared<const CollectivePlan>(build());
-  if (cache.plans.size() >= collective_plan_cache_capacity) cache.plans.clear();
-  if (!cache.cleanup_registered) {
-    at_finalize([] { collective_plan_cache() = CollectivePlanCache{}; });
-    cache.cleanup_registered = true;
-  }
-  cache.plans.emplace(std::move(key), plan);
-  return plan;
+std::shared_ptr<const CollectivePlan> cached_plan(const PlanKey& key, Build&& build) {
+  return collective_plan_cache().get(key, [&] { return std::make_shared<const CollectivePlan>(build()); });
 }
 
 }  // namespace coll

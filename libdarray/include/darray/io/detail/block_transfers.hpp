@@ -32,7 +32,9 @@ namespace detail {
 template <class T, class MemorySpace>
 class BlockTransfers {
  public:
-  BlockTransfers(bool writing, bool staged) : m_writing(writing), m_staged(staged || !host_accessible_v<MemorySpace>) {}
+  // Memory the host cannot address goes through host staging (so does host memory under the StageAsIfOnDevice
+  // test hook).
+  explicit BlockTransfers(bool writing) : m_writing(writing), m_staged(!direct_host_access<MemorySpace>()) {}
 
   // `data` is the block's first element in MemorySpace.
   void add(T* data, const Shape& shape, const Index& block) {

@@ -21,9 +21,11 @@
 #include <utility>
 #include <vector>
 
+#include "darray/array/detail/block_cache.hpp"
 #include "darray/array/detail/strided_copy.hpp"
 #include "darray/array/detail/view.hpp"
 #include "darray/comm/detail/cuda_aware.hpp"
+#include "darray/comm/detail/deadline.hpp"
 #include "darray/comm/detail/requests.hpp"
 #include "darray/comm/group.hpp"
 #include "darray/comm/limits.hpp"
@@ -175,9 +177,8 @@ struct EngineBuffers {
   static void grow(Kokkos::View<T*, M>& v, typename Kokkos::View<T*, M>::HostMirror& host, int64_t n,
                    const char* label, bool mirrors) {
     if (static_cast<std::size_t>(n) > v.extent(0)) {
-      v = Kokkos::View<T*, M>();  // free before allocating the larger one
-      v = Kokkos::View<T*, M>(Kokkos::view_alloc(std::string(label), Kokkos::WithoutInitializing),
-                              static_cast<std::size_t>(n));
+      v = Kokkos::View<T*, M>();  // back to the cache before taking the larger one
+      v = cached_view<Kokkos::View<T*, M>>(label, static_cast<std::size_t>(n));
       host = typename Kokkos::View<T*, M>::HostMirror();
     }
     if (mirrors && host.extent(0) < v.extent(0)) host = Kokkos::create_mirror_view(v);
@@ -313,6 +314,7 @@ class MoveEngine {
   void run_direct(const std::vector<const T*>& src, const std::vector<T*>& dst) const {
     last_staging_bytes() = 0;
     std::vector<MPI_Request> requests;
+    std::vector<int> peers;  // rank each request waits on, for the DARRAY_TIMEOUT_S message
     // Every process looks the group up, peers or not: its first use is collective.
     const ProcessGroup* group = nullptr;
     const MPI_Comm c = comm_and_ranks(group);
@@ -326,16 +328,28 @@ class MoveEngine {
         DARRAY_MPI_CHECK(MPI_Irecv(dst[static_cast<std::size_t>(m.buffer)] + m.offset, m.count, m.type,
                                    rank_of(m.process), tag, c, &r));
         requests.push_back(r);
+        peers.push_back(rank_of(m.process));
       }
       for (const Message& m : m_send_messages) {
         MPI_Request r = MPI_REQUEST_NULL;
         DARRAY_MPI_CHECK(MPI_Isend(const_cast<T*>(src[static_cast<std::size_t>(m.buffer)]) + m.offset, m.count,
                                    m.type, rank_of(m.process), tag, c, &r));
         requests.push_back(r);
+        peers.push_back(rank_of(m.process));
       }
     }
-    copy_local_host(src, dst);
-    wait_all_checked(requests, m_api);
+    try {
+      copy_local_host(src, dst);
+      wait_all_until(requests, m_api, peers);
+    } catch (...) {
+      // A deadline passed or a message failed: withdraw what is still posted before the buffers go.
+      for (MPI_Request& r : requests)
+        if (r != MPI_REQUEST_NULL) {
+          MPI_Cancel(&r);
+          MPI_Request_free(&r);
+        }
+      throw;
+    }
     fan_out_host(dst);
   }
 

@@ -1,0 +1,71 @@
+// The one cache facility of the library's plans (reshard, collectives, FFT, halo): a bounded LRU map from a plan's
+// key to the shared plan, built on first use. Plans describe this process under this Environment and may hold
+// communicators, MPI datatypes or FFTW plans, so every cache is emptied when the Environment ends, before
+// MPI_Finalize. Lookups cost one hash of the key; a hit moves the plan to the front, and a miss beyond the capacity
+// evicts the least recently used plan (callers holding its shared_ptr keep it alive).
+#pragma once
+
+#include <cstddef>
+#include <list>
+#include <memory>
+#include <unordered_map>
+#include <utility>
+
+#include "darray/runtime/detail/state.hpp"
+
+namespace darray {
+namespace detail {
+
+template <class Key, class Plan, class Hash = std::hash<Key>>
+class PlanCache {
+ public:
+  explicit PlanCache(std::size_t capacity) : m_capacity(capacity > 0 ? capacity : 1) {}
+  PlanCache(const PlanCache&) = delete;
+  PlanCache& operator=(const PlanCache&) = delete;
+
+  // The plan for `key`, from the cache or from build() (which returns std::shared_ptr<Plan>).
+  template <class Build>
+  std::shared_ptr<Plan> get(const Key& key, Build&& build) {
+    const auto it = m_index.find(key);
+    if (it != m_index.end()) {
+      ++m_hits;
+      m_order.splice(m_order.begin(), m_order, it->second);
+      return it->second->second;
+    }
+    ++m_misses;
+    std::shared_ptr<Plan> plan = build();
+    if (!m_cleanup_registered) {
+      at_finalize([this] { clear(); });
+      m_cleanup_registered = true;
+    }
+    m_order.emplace_front(key, plan);
+    m_index.emplace(key, m_order.begin());
+    while (m_order.size() > m_capacity) {
+      m_index.erase(m_order.back().first);
+      m_order.pop_back();
+    }
+    return plan;
+  }
+
+  void clear() {
+    m_index.clear();
+    m_order.clear();
+    m_cleanup_registered = false;
+  }
+
+  std::size_t size() const { return m_order.size(); }
+  std::size_t capacity() const { return m_capacity; }
+  std::size_t hits() const { return m_hits; }
+  std::size_t misses() const { return m_misses; }
+
+ private:
+  using Entry = std::pair<Key, std::shared_ptr<Plan>>;
+  std::size_t m_capacity;
+  std::list<Entry> m_order;  // most recently used first
+  std::unordered_map<Key, typename std::list<Entry>::iterator, Hash> m_index;
+  std::size_t m_hits = 0, m_misses = 0;
+  bool m_cleanup_registered = false;
+};
+
+}  // namespace detail
+}  // namespace darray
