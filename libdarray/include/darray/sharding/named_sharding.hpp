@@ -47,8 +47,9 @@ class NamedSharding {
       for (const std::string& name : data->spec[d]) {
         const int a = m.find_axis(name);
         DARRAY_THROW_IF(a < 0, InvalidArgument, "PartitionSpec",
-                        "mesh axis \"" << name << "\" not found; mesh axes are " << detail::quoted_list(m.axis_names())
-                                       << " (in " << data->spec << ", dim " << d << ")");
+                        "mesh axis \"" << detail::printable(name) << "\" not found; mesh axes are "
+                                       << detail::quoted_list(m.axis_names()) << " (in "
+                                       << detail::printable(data->spec.to_string()) << ", dim " << d << ")");
         // PartitionSpec already rejects an axis named twice; the mesh lookup cannot add a repeat.
         used[static_cast<std::size_t>(a)] = true;
         positions.push_back(a);
