@@ -81,3 +81,65 @@ TEST_CASE("DARRAY_CHECK: processes that diverge on a collective all fail", "[.da
   const auto back = process_allgather(a);
   REQUIRE(darray::testing::all_ok(back.size() == static_cast<std::size_t>(volume(shape)) && back[5] == 5.0f));
 }
+
+// Issue 16, finding 4: element counts that overflow int64 used to wrap (size() == 0 arrays that resharded and saved
+// "successfully") or crash in fill_iota; every factory and NamedSharding now reject them alike on every process.
+TEST_CASE("shapes whose element count overflows int64 are rejected everywhere") {
+  const NamedSharding s(make_mesh({device_count()}, {"x"}), P{"x"});
+  const int64_t big = int64_t(1) << 40;
+  const auto cb = [](const Index& index) { return std::vector<float>(static_cast<std::size_t>(volume(index))); };
+  const std::vector<float> data(16);
+  const char* const too_large = "is too large: the product of its extents exceeds 9223372036854775807";
+  for (const Shape& shape : {Shape{big, big}, Shape{int64_t(1) << 62, 4}, Shape{INT64_MAX, 2}}) {
+    INFO("shape " << numpy_shape_string(shape));
+    const std::string named = "shape " + numpy_shape_string(shape);
+    DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, (zeros<float, 2>(shape, s)), "darray::zeros:", named, too_large);
+    DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, (full<float, 2>(shape, 1.0f, s)), "darray::full:", named, too_large);
+    DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, (iota<float, 2>(shape, s)), "darray::iota:", named, too_large);
+    DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, (make_array_from_callback<float, 2>(shape, s, cb)),
+                              "darray::make_array_from_callback:", too_large);
+    DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, (make_array_from_process_local_data<float, 2>(s, data, shape)),
+                              "darray::make_array_from_process_local_data:", too_large);
+    DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, (scatter_from_root<float, 2>(0, data, shape, s)),
+                              "darray::scatter_from_root:", too_large);
+    DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, (s.devices_indices_map(shape)), "darray::NamedSharding:", named,
+                              too_large);
+    DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, (s.shard_shape(shape)), "darray::NamedSharding:", too_large);
+  }
+  // A zero extent makes the count 0, but the row-major strides still multiply the other extents.
+  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, (zeros<float, 3>({0, big, big}, s)), "shape (0, 1099511627776, ",
+                            too_large);
+  // The largest counts that fit are fine as shapes (no allocation is asked for here).
+  REQUIRE(testing::all_ok(s.shard_shape({INT64_MAX, 1}).size() == 2 &&
+                          s.shard_shape({0, big, int64_t(1) << 22}).size() == 3));
+}
+
+TEST_CASE("a block too large to allocate is a darray::Error naming the bytes, on every process") {
+  // 2^50 doubles per device: 2^53 bytes, more than any address space, so Kokkos' allocation fails everywhere.
+  const int64_t n = int64_t(1) << 25;
+  const NamedSharding replicated(make_mesh({device_count()}, {"x"}), P{});
+  DARRAY_REQUIRE_THROWS_ALL(Error, (zeros<double, 2>({n, n}, replicated)),
+                            "darray::allocate:", "could not allocate 9007199254740992 bytes");
+  DARRAY_REQUIRE_THROWS_ALL(Error, (iota<double, 2>({n, n}, replicated)), "could not allocate 9007199254740992 bytes");
+  // 2^31 x 2^31 doubles fit an int64 element count but not a 64-bit byte count on one device: an InvalidArgument.
+  const int64_t m = int64_t(1) << 31;
+  const NamedSharding one(Mesh({devices()[0]}, {1}, {"x"}), P{});
+  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, (zeros<double, 2>({m, m}, one)), "darray::allocate:",
+                            "shape (2147483648, 2147483648) with 8-byte elements needs more than 2^64 bytes");
+}
+
+TEST_CASE("an allocation that fails on one process fails alike on every process") {
+  // A mesh of the last process's devices only: the others hold no block and allocate nothing, yet they must not go
+  // on while the last process throws; they get its error (named "process P:" when there are several).
+  const int last = process_count() - 1;
+  std::vector<Device> theirs;
+  for (const Device& d : devices())
+    if (d.process_index == last) theirs.push_back(d);
+  const NamedSharding s(Mesh(theirs, {static_cast<int64_t>(theirs.size())}, {"x"}), P{});
+  const int64_t n = int64_t(1) << 25;
+  const std::string who = process_count() > 1 ? "process " + std::to_string(last) + ": " : "darray::allocate:";
+  DARRAY_REQUIRE_THROWS_ALL(Error, (zeros<double, 2>({n, n}, s)), who, "could not allocate 9007199254740992 bytes");
+  // The job is still usable: the next collective factory succeeds everywhere.
+  auto ok = zeros<double, 1>({4}, s);
+  REQUIRE(testing::all_ok(ok.shape() == Shape{4}));
+}

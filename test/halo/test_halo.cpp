@@ -287,3 +287,43 @@ TEST_CASE("DARRAY_CHECK=1: a process exchanging another halo is named on every p
   else
     REQUIRE_NOTHROW(mine.exchange(padded));
 }
+
+// Issue 16, finding 5: a periodic halo far wider than the array used to build a plan of width / extent pieces per
+// device (2^40 on 8 cells: 5.5 GB and counting). Wide periodic halos are now one exchange of the nearest period
+// plus log2(width / extent) local doubling phases.
+TEST_CASE("a periodic halo far wider than the array builds a plan of O(log width) pieces", "[halo]") {
+  const NamedSharding sharding(make_mesh({device_count()}, {"x"}), P("x"));
+  const std::vector<Boundary> periodic{Boundary::periodic, Boundary::periodic};
+  for (const int64_t w : {int64_t(1000000), int64_t(1) << 40}) {
+    const HaloPlan plan({8, 3}, sharding, {w, 2}, periodic, process_index());
+    std::size_t pieces = 0;
+    for (const HaloPhase& ph : plan.phases()) {
+      pieces += ph.local.size();
+      for (const HaloPeer& p : ph.recvs) pieces += p.pieces.size();
+      for (const HaloPeer& p : ph.sends) pieces += p.pieces.size();
+    }
+    // Per local device: at most 8 pieces per side from the exchange (one per owning block of the nearest period),
+    // 2 per doubling step, plus the narrow dim 1.
+    const std::size_t bound = static_cast<std::size_t>(local_device_count()) * (2 * 8 * 2 + 2 * 42 + 2 * 2 * 3);
+    INFO("width " << w << ": " << plan.phases().size() << " phases, " << pieces << " pieces");
+    REQUIRE(all_ok(pieces <= bound && plan.phases().size() <= 44));
+  }
+}
+
+TEST_CASE("periodic halos many times wider than the array repeat its cells exactly", "[halo]") {
+  const std::vector<Boundary> bc{Boundary::periodic, Boundary::periodic};
+  const Mesh mesh = make_mesh({device_count()}, {"x"});
+  for (const PartitionSpec& spec : {P("x"), P(none, "x")})
+    for (const std::vector<int64_t>& widths : {std::vector<int64_t>{37, 7}, std::vector<int64_t>{5, 16}}) {
+      const Shape shape{5, 3};
+      const NamedSharding sharding(mesh, spec);
+      INFO(sharding << " widths " << shape_to_string(widths));
+      const auto a = iota<int64_t, 2>(shape, sharding);
+      HaloExchange<int64_t, 2> halo(shape, sharding, widths, bc, fill_value);
+      const auto padded = halo.pad(a);
+      std::string why;
+      const bool ok = padded_ok<2>(padded, shape, bc, 0, why);
+      INFO(why);
+      REQUIRE(all_ok(ok));
+    }
+}

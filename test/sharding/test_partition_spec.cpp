@@ -1,9 +1,13 @@
 #include <catch2/catch.hpp>
+#include <chrono>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <unordered_set>
 #include <vector>
 
+#include "darray/runtime/device.hpp"
+#include "darray/sharding/mesh.hpp"
 #include "darray/sharding/partition_spec.hpp"
 #include "mpi_test.hpp"
 
@@ -121,4 +125,76 @@ TEST_CASE("PartitionSpec: equality is structural and hashing agrees with it") {
                                         P{"x"},
                                         PartitionSpec::parse("x,")};
   CHECK(set.size() == 7);
+}
+
+// Issue 16, finding 8: validation was quadratic (50,000 names: 4.1 s), error messages echoed the whole input
+// (1 MiB), and a NUL or other control character was accepted in an axis name.
+namespace {
+
+double seconds_of(const std::function<void()>& fn) {
+  const auto t0 = std::chrono::steady_clock::now();
+  fn();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+std::string message_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const darray::InvalidArgument& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("PartitionSpec: validation is linear and its messages are capped") {
+  const std::size_t n = 100000;  // the quadratic check took about 16 s here
+  Entries entries;
+  std::string text;
+  for (std::size_t i = 0; i < n; ++i) {
+    entries.push_back({"axis" + std::to_string(i)});
+    text += (i ? ", " : "") + entries.back()[0];
+  }
+  double t = seconds_of([&] { CHECK(PartitionSpec(entries).size() == n); });
+  t += seconds_of([&] { CHECK(PartitionSpec::parse(text).size() == n); });
+  entries.push_back({"axis0"});  // a repeat found only at the very end
+  std::string msg;
+  t += seconds_of([&] { msg = message_of([&] { PartitionSpec{entries}; }); });
+  INFO("3 validations of " << n << " names took " << t << " s; message: " << msg.substr(0, 400));
+  CHECK(t < 2.0);
+  CHECK(msg.find("mesh axis \"axis0\" is used twice in PartitionSpec('axis0', 'axis1'") != std::string::npos);
+  CHECK(msg.find("more characters)") != std::string::npos);
+  CHECK(msg.find("(dims 0 and 100000)") != std::string::npos);
+  CHECK(msg.size() < 600);
+  // A 1 MiB parse error quotes an excerpt around the column, not the whole text.
+  const std::string junk = std::string(1 << 20, 'x') + ")";
+  const std::string perr = message_of([&] { PartitionSpec::parse(junk); });
+  INFO(perr.substr(0, 400));
+  CHECK(perr.find("1048577 characters in all") != std::string::npos);
+  CHECK(perr.find("at column 1048577 expected ',' or the end, found ')'") != std::string::npos);
+  CHECK(perr.size() < 600);
+}
+
+TEST_CASE("NUL and other control characters in axis names are rejected with a readable message") {
+  const std::string nul("x\0y", 3);
+  const std::string m1 = message_of([&] { P{nul}; });
+  CHECK(m1.find("axis name \"x\\x00y\" in dim 0 holds the control character \\x00 at position 1") != std::string::npos);
+  CHECK(m1.find('\0') == std::string::npos);
+  CHECK(message_of([&] {
+          PartitionSpec::parse(std::string("P('a', 'b\0c')", 14));
+        }).find("axis name \"b\\x00c\" in dim 1 holds the control character \\x00") != std::string::npos);
+  CHECK(message_of([&] { PartitionSpec::parse("x, y\x01z"); }).find("\\x01 at position 1") != std::string::npos);
+  CHECK(message_of([&] { P{axes("a", "tab\there")}; }).find("\\x09 at position 3") != std::string::npos);
+  CHECK(message_of([&] { P{"del\x7f"}; }).find("\\x7f") != std::string::npos);
+  const auto table = darray::make_device_table({2});
+  CHECK(message_of([&] {
+          darray::Mesh(table, {2}, {nul});
+        }).find("darray::Mesh: axis name 0 \"x\\x00y\" holds the control character \\x00 at position 1") !=
+        std::string::npos);
+  CHECK(message_of([&] {
+          darray::Mesh(table, {1, 2}, {"ok", "new\nline"});
+        }).find("\\x0a at position 3") != std::string::npos);
+  // Printable names, UTF-8 included, stay valid.
+  CHECK(P{"x-0", "y.1", "\xce\xbc"}.size() == 3);
 }

@@ -1,5 +1,6 @@
 // zeros, full and iota: arrays whose values follow from the global index alone, so every process fills its own
-// shards with a Kokkos kernel and no communication (not collective; the checks depend only on the arguments).
+// shards with a Kokkos kernel and moves no data. The argument checks depend only on the arguments; the factories are
+// collective only to agree on an allocation failure (one MPI_Allreduce of an int), which is local to a process.
 #pragma once
 
 #include <Kokkos_Core.hpp>
@@ -58,7 +59,7 @@ template <class T, int N, class MemorySpace = DefaultMemorySpace>
 DistributedArray<T, N, MemorySpace> zeros(const Shape& shape, const NamedSharding& sharding) {
   detail::check_array_args<N>("zeros", shape, sharding);
   const auto devs = detail::process_device_blocks(sharding, shape, process_index());
-  auto shards = detail::allocate_shards<T, N, MemorySpace>(devs, /*initialize=*/true);
+  auto shards = detail::allocate_shards_agreed<T, N, MemorySpace>(devs, /*initialize=*/true);
   Kokkos::fence();  // Kokkos' zero fill may still run; MPI may read the shards next
   return detail::adopt_shards<T, N, MemorySpace>(shape, sharding, std::move(shards));
 }
@@ -68,7 +69,7 @@ template <class T, int N, class MemorySpace = DefaultMemorySpace>
 DistributedArray<T, N, MemorySpace> full(const Shape& shape, const T& value, const NamedSharding& sharding) {
   detail::check_array_args<N>("full", shape, sharding);
   const auto devs = detail::process_device_blocks(sharding, shape, process_index());
-  auto shards = detail::allocate_shards<T, N, MemorySpace>(devs, /*initialize=*/false);
+  auto shards = detail::allocate_shards_agreed<T, N, MemorySpace>(devs, /*initialize=*/false);
   for (const auto& s : shards) Kokkos::deep_copy(s.data, value);
   Kokkos::fence();
   return detail::adopt_shards<T, N, MemorySpace>(shape, sharding, std::move(shards));
@@ -80,7 +81,7 @@ template <class T, int N, class MemorySpace = DefaultMemorySpace>
 DistributedArray<T, N, MemorySpace> iota(const Shape& shape, const NamedSharding& sharding) {
   detail::check_array_args<N>("iota", shape, sharding);
   const auto devs = detail::process_device_blocks(sharding, shape, process_index());
-  auto shards = detail::allocate_shards<T, N, MemorySpace>(devs, /*initialize=*/false);
+  auto shards = detail::allocate_shards_agreed<T, N, MemorySpace>(devs, /*initialize=*/false);
   for (const auto& s : shards) detail::fill_iota<N>(s.data, s.index, shape);
   Kokkos::fence();  // the kernels are asynchronous on GPUs; MPI may read the shards next
   return detail::adopt_shards<T, N, MemorySpace>(shape, sharding, std::move(shards));

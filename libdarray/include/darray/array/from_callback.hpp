@@ -31,7 +31,7 @@ DistributedArray<T, N, MemorySpace> make_array_from_callback(const Shape& shape,
   detail::check_collective<T, N>(api, shape, sharding);
 
   const auto devs = detail::process_device_blocks(sharding, shape, process_index());
-  auto shards = detail::allocate_shards<T, N, MemorySpace>(devs, /*initialize=*/false);
+  auto shards = detail::allocate_shards_agreed<T, N, MemorySpace>(devs, /*initialize=*/false);
   const auto blocks = detail::distinct_blocks(devs);
   detail::run_agreed(detail::world_comm(), [&] {
     for (const detail::Block& b : blocks) {

@@ -43,7 +43,7 @@ DistributedArray<T, N, MemorySpace> make_array_from_process_local_data(const Nam
   const Shape local_shape = box_shape(box);
 
   const auto devs = detail::process_device_blocks(sharding, global_shape, process_index());
-  auto shards = detail::allocate_shards<T, N, MemorySpace>(devs, /*initialize=*/false);
+  auto shards = detail::allocate_shards_agreed<T, N, MemorySpace>(devs, /*initialize=*/false);
   const auto blocks = detail::distinct_blocks(devs);
   detail::run_agreed(detail::world_comm(), [&] {
     const auto [ptr, count] = detail::host_span<T>(api, "local_data", local_data);

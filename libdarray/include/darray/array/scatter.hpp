@@ -43,7 +43,7 @@ DistributedArray<T, N, MemorySpace> scatter_from_root(int root_process, const Ho
   });
 
   const auto devs = detail::process_device_blocks(sharding, shape, me);
-  auto shards = detail::allocate_shards<T, N, MemorySpace>(devs, /*initialize=*/false);
+  auto shards = detail::allocate_shards_agreed<T, N, MemorySpace>(devs, /*initialize=*/false);
   const auto blocks = detail::distinct_blocks(devs);
   detail::StagingBuffer<T> staging;
 

@@ -60,7 +60,8 @@ class HaloPlan {
  public:
   // widths[d] halo cells on each side of dim d; boundaries[d] periodic or open. A width may exceed a neighbour's
   // block: the halo then takes cells from the next devices along that dim as well (several hops, still only the
-  // devices within `width` cells), and along a periodic dim it may even exceed the dim (cells repeat).
+  // devices within `width` cells), and along a periodic dim it may even exceed the dim (cells repeat; the plan
+  // then grows with log(width), not width).
   HaloPlan(Shape shape, NamedSharding sharding, std::vector<int64_t> widths, std::vector<Boundary> boundaries,
            int process)
       : m_shape(std::move(shape)),
@@ -73,8 +74,11 @@ class HaloPlan {
       if (d.process_index == m_process) m_local_devices.push_back(d);
     std::sort(m_local_devices.begin(), m_local_devices.end(),
               [](const Device& a, const Device& b) { return a.local_index < b.local_index; });
-    for (std::size_t d = 0; d < m_shape.size(); ++d)
-      if (m_widths[d] > 0) m_phases.push_back(build_phase(static_cast<int>(d)));
+    for (std::size_t d = 0; d < m_shape.size(); ++d) {
+      if (m_widths[d] == 0) continue;
+      m_phases.push_back(build_phase(static_cast<int>(d)));
+      add_period_phases(static_cast<int>(d));
+    }
     build_fills();
   }
 
@@ -86,7 +90,9 @@ class HaloPlan {
   // This process's devices of the mesh, in local-device order (the order of addressable shards).
   const std::vector<Device>& local_devices() const { return m_local_devices; }
   // One phase per dim with a non-zero width, in dim order: each copies the halos already filled in earlier dims
-  // along with the block, so corner cells arrive without diagonal messages.
+  // along with the block, so corner cells arrive without diagonal messages. A periodic dim whose width w exceeds its
+  // extent n exchanges only the n cells next to each block; then ceil(log2(w / n)) local phases double the filled
+  // part by copying whole periods inside each padded block, so the plan stays O(log w) however wide the halo.
   const std::vector<HaloPhase>& phases() const { return m_phases; }
   const std::vector<HaloFill>& fills() const { return m_fills; }
 
@@ -150,7 +156,9 @@ class HaloPlan {
     const int64_t n = m_shape[dd], parts = m_sharding.num_parts(dim), w = m_widths[dd];
     const int64_t origin = block[dd].start - w;  // global coordinate of padded cell 0 along dim
     const bool periodic = m_boundaries[dd] == Boundary::periodic;
-    for (const Slice halo : {Slice{block[dd].start - w, block[dd].start}, Slice{block[dd].stop, block[dd].stop + w}}) {
+    // Along a periodic dim only the nearest period is exchanged; add_period_phases repeats it locally.
+    const int64_t e = periodic ? std::min(w, n) : w;
+    for (const Slice halo : {Slice{block[dd].start - e, block[dd].start}, Slice{block[dd].stop, block[dd].stop + e}}) {
       int64_t x = halo.start;
       while (x < halo.stop) {
         if (!periodic && x < 0) {  // below the domain: fill
@@ -180,6 +188,41 @@ class HaloPlan {
       }
     }
     return out;
+  }
+
+  // Periodic dim with width w > extent n: after build_phase filled the n cells on each side of every block, each
+  // phase here copies the f cells filled so far on each side (f = n, 2n, 4n, ...; always whole periods, so a cell
+  // and its copy hold the same global cell) to the next f cells outwards, inside the same padded block. One phase
+  // per doubling, since a step reads what the one before wrote.
+  void add_period_phases(int dim) {
+    const auto dd = static_cast<std::size_t>(dim);
+    const int64_t n = m_shape[dd], w = m_widths[dd];
+    if (m_boundaries[dd] != Boundary::periodic || w <= n) return;
+    for (int64_t f = n; f < w; f = std::min(w, 2 * f)) {
+      const int64_t len = std::min(w, 2 * f) - f;  // cells this step fills on each side
+      HaloPhase phase;
+      phase.dim = dim;
+      for (const Device& dev : m_local_devices) {
+        const Index block = m_sharding.index(m_shape, dev);
+        Index frame(m_shape.size()), region(m_shape.size());
+        bool empty = false;
+        for (std::size_t k = 0; k < m_shape.size(); ++k) {
+          frame[k] = Slice{0, block[k].size() + 2 * m_widths[k]};
+          region[k] = k < dd ? frame[k] : Slice{m_widths[k], m_widths[k] + block[k].size()};
+          empty = empty || (k != dd && region[k].empty());
+        }
+        if (empty) continue;
+        // Left: padded cells [w - f - len, w - f) from f cells to their right. Right: the mirror image.
+        const int64_t right = w + block[dd].size() + f;
+        for (const auto& [start, shift] : {std::pair<int64_t, int64_t>{w - f - len, -f}, {right, f}}) {
+          HaloPiece piece{dev, dev, region, frame};
+          piece.region[dd] = Slice{start, start + len};
+          piece.src_frame[dd] = Slice{shift, shift + frame[dd].size()};
+          phase.local.push_back(std::move(piece));
+        }
+      }
+      m_phases.push_back(std::move(phase));
+    }
   }
 
   HaloPhase build_phase(int dim) const {

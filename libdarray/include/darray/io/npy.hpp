@@ -104,7 +104,7 @@ DistributedArray<T, N, MemorySpace> load_npy(const std::string& path, const Name
   detail::check_array_args<N>(api, shape, sharding);
 
   const auto devs = detail::process_device_blocks(sharding, shape, process_index());
-  auto shards = detail::allocate_shards<T, N, MemorySpace>(devs, /*initialize=*/false);
+  auto shards = detail::allocate_shards_agreed<T, N, MemorySpace>(devs, /*initialize=*/false);
   const auto distinct = detail::distinct_blocks(devs);
   detail::BlockTransfers<T, MemorySpace> blocks(/*writing=*/false);
   for (const detail::Block& b : distinct) blocks.add(shards[b.holders[0]].data.data(), shape, b.index);

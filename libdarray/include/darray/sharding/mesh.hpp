@@ -9,7 +9,9 @@
 #include <memory>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -72,7 +74,8 @@ class Mesh {
   int axis_position(const std::string& name) const {
     const int pos = find_axis(name);
     DARRAY_THROW_IF(pos < 0, InvalidArgument, "Mesh",
-                    "mesh axis \"" << name << "\" not found; mesh axes are " << detail::quoted_list(axis_names()));
+                    "mesh axis \"" << detail::printable(name) << "\" not found; mesh axes are "
+                                   << detail::quoted_list(axis_names()));
     return pos;
   }
   int64_t axis_size(const std::string& name) const {
@@ -156,14 +159,20 @@ class Mesh {
                     names.size() << " axis names " << detail::quoted_list(names) << " given for a " << shape.size()
                                  << "-d mesh shape " << shape_to_string(shape) << "; expected one name per axis");
     int64_t positions = 1;
+    std::unordered_set<std::string_view> seen;  // linear, however many axes
+    seen.reserve(names.size());
     for (std::size_t a = 0; a < shape.size(); ++a) {
       DARRAY_THROW_IF(
           names[a].empty(), InvalidArgument, "Mesh",
           "axis name " << a << " of " << detail::quoted_list(names) << " is empty; expected a non-empty name");
-      for (std::size_t b = 0; b < a; ++b)
-        DARRAY_THROW_IF(names[b] == names[a], InvalidArgument, "Mesh",
-                        "axis name \"" << names[a] << "\" appears twice in " << detail::quoted_list(names)
-                                       << "; axis names must be distinct");
+      const std::size_t bad = detail::first_control_char(names[a]);
+      DARRAY_THROW_IF(bad != std::string::npos, InvalidArgument, "Mesh",
+                      "axis name " << a << " \"" << detail::printable(names[a]) << "\" holds the control character "
+                                   << detail::printable(std::string(1, names[a][bad])) << " at position " << bad
+                                   << "; axis names must be printable");
+      DARRAY_THROW_IF(!seen.insert(names[a]).second, InvalidArgument, "Mesh",
+                      "axis name \"" << detail::printable(names[a]) << "\" appears twice in "
+                                     << detail::quoted_list(names) << "; axis names must be distinct");
       DARRAY_THROW_IF(shape[a] < 1, InvalidArgument, "Mesh",
                       "axis \"" << names[a] << "\" has size " << shape[a] << " in mesh shape " << shape_to_string(shape)
                                 << "; mesh axis sizes must be >= 1");

@@ -47,8 +47,9 @@ class NamedSharding {
       for (const std::string& name : data->spec[d]) {
         const int a = m.find_axis(name);
         DARRAY_THROW_IF(a < 0, InvalidArgument, "PartitionSpec",
-                        "mesh axis \"" << name << "\" not found; mesh axes are " << detail::quoted_list(m.axis_names())
-                                       << " (in " << data->spec << ", dim " << d << ")");
+                        "mesh axis \"" << detail::printable(name) << "\" not found; mesh axes are "
+                                       << detail::quoted_list(m.axis_names()) << " (in "
+                                       << detail::printable(data->spec.to_string()) << ", dim " << d << ")");
         // PartitionSpec already rejects an axis named twice; the mesh lookup cannot add a repeat.
         used[static_cast<std::size_t>(a)] = true;
         positions.push_back(a);
@@ -70,7 +71,8 @@ class NamedSharding {
   const Mesh& mesh() const { return m_data->mesh; }
   const PartitionSpec& spec() const { return m_data->spec; }
 
-  // Throws unless shape is a valid global shape for this sharding: rank >= spec length, no negative dim.
+  // Throws unless shape is a valid global shape for this sharding: rank >= spec length, no negative dim, an element
+  // count that fits in int64 (check_volume).
   void check_shape(const std::vector<int64_t>& shape) const {
     DARRAY_THROW_IF(spec().size() > shape.size(), InvalidArgument, "NamedSharding",
                     spec() << " has " << spec().size() << " entries but the array has rank " << shape.size()
@@ -80,6 +82,7 @@ class NamedSharding {
       DARRAY_THROW_IF(shape[d] < 0, InvalidArgument, "NamedSharding",
                       "shape " << shape_to_string(shape) << " has negative dim " << d << " (" << shape[d]
                                << "); expected sizes >= 0");
+    check_volume("NamedSharding", shape);
   }
 
   // Number of blocks along an array dim: the product of its axis sizes; 1 beyond the spec.

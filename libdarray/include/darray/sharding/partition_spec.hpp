@@ -8,7 +8,9 @@
 #include <initializer_list>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <type_traits>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -92,23 +94,32 @@ class PartitionSpec {
   friend bool operator!=(const PartitionSpec& a, const PartitionSpec& b) { return !(a == b); }
 
  private:
-  // Checks that need no mesh, so a bad spec fails where it is written, not where it is first used.
+  // Checks that need no mesh, so a bad spec fails where it is written, not where it is first used. Linear in the
+  // number of names (one hash lookup each); messages show at most detail::max_quoted_chars of the spec.
   void validate() const {
+    std::size_t total = 0;
+    for (const Entry& e : m_entries) total += e.size();
+    std::unordered_map<std::string_view, std::size_t> first_dim;  // name -> dim of its first use
+    first_dim.reserve(total);
     for (std::size_t d = 0; d < m_entries.size(); ++d) {
-      for (std::size_t k = 0; k < m_entries[d].size(); ++k) {
-        const std::string& name = m_entries[d][k];
+      for (const std::string& name : m_entries[d]) {
         DARRAY_THROW_IF(name.empty(), InvalidArgument, "PartitionSpec",
-                        "empty axis name in dim " << d << " of " << to_string() << "; expected a mesh axis name");
-        for (std::size_t e = 0; e <= d; ++e) {
-          const std::size_t stop = e == d ? k : m_entries[e].size();
-          for (std::size_t j = 0; j < stop; ++j) {
-            DARRAY_THROW_IF(m_entries[e][j] == name, InvalidArgument, "PartitionSpec",
-                            "mesh axis \"" << name << "\" is used twice in " << to_string() << " ("
-                                           << (e == d ? "both in dim " + std::to_string(d)
-                                                      : "dims " + std::to_string(e) + " and " + std::to_string(d))
-                                           << "); a mesh axis may shard at most one dim, once");
-          }
-        }
+                        "empty axis name in dim " << d << " of " << detail::printable(to_string())
+                                                  << "; expected a mesh axis name");
+        const std::size_t bad = detail::first_control_char(name);
+        DARRAY_THROW_IF(bad != std::string::npos, InvalidArgument, "PartitionSpec",
+                        "axis name \"" << detail::printable(name) << "\" in dim " << d
+                                       << " holds the control character "
+                                       << detail::printable(std::string(1, name[bad])) << " at position " << bad
+                                       << "; axis names must be printable");
+        const auto [it, fresh] = first_dim.emplace(name, d);
+        const std::size_t e = it->second;
+        DARRAY_THROW_IF(!fresh, InvalidArgument, "PartitionSpec",
+                        "mesh axis \"" << detail::printable(name) << "\" is used twice in "
+                                       << detail::printable(to_string()) << " ("
+                                       << (e == d ? "both in dim " + std::to_string(d)
+                                                  : "dims " + std::to_string(e) + " and " + std::to_string(d))
+                                       << "); a mesh axis may shard at most one dim, once");
       }
     }
   }

@@ -15,6 +15,8 @@
 #include "darray/array/detail/view.hpp"
 #include "darray/array/shard.hpp"
 #include "darray/core/index.hpp"
+#include "darray/runtime/detail/agree.hpp"
+#include "darray/runtime/detail/state.hpp"
 
 namespace darray {
 namespace detail {
@@ -29,6 +31,16 @@ std::vector<Shard<T, N, MemorySpace>> allocate_shards(const std::vector<DeviceBl
         Shard<T, N, MemorySpace>{db.device, db.index, db.replica_id,
                                  allocate_view<T, N, MemorySpace>("darray::shard(" + to_string(db.device) + ")",
                                                                   box_shape(db.index), initialize)});
+  return shards;
+}
+
+// allocate_shards agreed over all processes. An allocation failure is local (one process may run out of memory
+// where the others do not), so every process throws the first failing process's error instead of some waiting in
+// the next collective for it. Collective: one MPI_Allreduce of an int.
+template <class T, int N, class MemorySpace>
+std::vector<Shard<T, N, MemorySpace>> allocate_shards_agreed(const std::vector<DeviceBlock>& devs, bool initialize) {
+  std::vector<Shard<T, N, MemorySpace>> shards;
+  run_agreed(world_comm(), [&] { shards = allocate_shards<T, N, MemorySpace>(devs, initialize); });
   return shards;
 }
 

@@ -21,7 +21,8 @@
 namespace darray {
 namespace detail {
 
-// The global shape has rank N and no negative extent, the spec fits in N dims, and the mesh lives in this job.
+// The global shape has rank N, no negative extent and an element count that fits in int64, the spec fits in N dims, and
+// the mesh lives in this job.
 template <int N>
 void check_array_args(const char* api, const Shape& shape, const NamedSharding& sharding) {
   DARRAY_THROW_IF(shape.size() != static_cast<std::size_t>(N), InvalidArgument, api,
@@ -30,6 +31,7 @@ void check_array_args(const char* api, const Shape& shape, const NamedSharding& 
   for (std::size_t d = 0; d < shape.size(); ++d)
     DARRAY_THROW_IF(shape[d] < 0, InvalidArgument, api,
                     "shape " << numpy_shape_string(shape) << " has negative extent " << shape[d] << " in dim " << d);
+  check_volume(api, shape);
   DARRAY_THROW_IF(sharding.spec().size() > static_cast<std::size_t>(N), InvalidArgument, api,
                   "sharding spec " << sharding.spec() << " has " << sharding.spec().size()
                                    << " entries but the array has rank " << N

@@ -5,10 +5,13 @@
 
 #include <Kokkos_Core.hpp>
 #include <cstddef>
+#include <new>
+#include <stdexcept>
 #include <string>
 #include <utility>
 
 #include "darray/array/detail/block_cache.hpp"
+#include "darray/core/error.hpp"
 #include "darray/core/index.hpp"
 
 namespace darray {
@@ -59,6 +62,40 @@ bool direct_host_access() {
   return host_accessible_v<MemorySpace> && !stage_as_if_on_device();
 }
 
+// Bytes of a block of `shape` with elements of element_size bytes; InvalidArgument naming label and shape when the
+// count does not fit in 64 bits.
+inline std::size_t block_bytes(const std::string& label, const Shape& shape, std::size_t element_size) {
+  const auto elements = static_cast<std::size_t>(check_volume("allocate", shape));
+  std::size_t bytes = 0;
+  DARRAY_THROW_IF(__builtin_mul_overflow(elements, element_size, &bytes), InvalidArgument, "allocate",
+                  label << ": a block of shape " << numpy_shape_string(shape) << " with " << element_size
+                        << "-byte elements needs more than 2^64 bytes");
+  return bytes;
+}
+
+// Runs alloc(), which allocates `bytes` in memory space `space` for `label`, and turns an allocation failure into a
+// darray::Error naming the bytes asked for. Kokkos reports one as std::bad_alloc (RawMemoryAllocationFailure) or as
+// std::runtime_error, depending on version and memory space. Every allocation of array memory goes through here.
+// The error is local to this process: callers that are collective agree on it (run_agreed).
+template <class Alloc>
+auto allocate_or_throw(const std::string& label, std::size_t bytes, const char* space, Alloc&& alloc)
+    -> decltype(alloc()) {
+  std::string why;
+  try {
+    return alloc();
+  } catch (const Error&) {
+    throw;
+  } catch (const std::bad_alloc& e) {
+    why = e.what();
+  } catch (const std::runtime_error& e) {
+    why = e.what();
+  }
+  const std::size_t cap = 200;  // Kokkos' messages can run to many lines; the first ones say enough
+  if (why.size() > cap) why = why.substr(0, cap) + "...";
+  DARRAY_THROW(Error, "allocate",
+               label << ": could not allocate " << bytes << " bytes in " << space << " (" << why << ")");
+}
+
 template <class View, std::size_t... I>
 View allocate_view_impl(const std::string& label, const Shape& shape, bool initialize, std::index_sequence<I...>) {
   (void)shape;  // unused for rank 0
@@ -73,9 +110,13 @@ View allocate_view_impl(const std::string& label, const Shape& shape, bool initi
 
 // A view of exactly `shape`, its memory from the shard memory cache (block_cache.hpp); every shard the library
 // creates comes through here. `initialize` = false skips the zero fill for views a factory overwrites anyway.
+// Throws a darray::Error naming the bytes when the block is too large or the allocation fails.
 template <class T, int N, class MemorySpace>
 ShardView<T, N, MemorySpace> allocate_view(const std::string& label, const Shape& shape, bool initialize) {
-  return allocate_view_impl<ShardView<T, N, MemorySpace>>(label, shape, initialize, std::make_index_sequence<N>{});
+  const std::size_t bytes = block_bytes(label, shape, sizeof(T));
+  return allocate_or_throw(label, bytes, MemorySpace::name(), [&] {
+    return allocate_view_impl<ShardView<T, N, MemorySpace>>(label, shape, initialize, std::make_index_sequence<N>{});
+  });
 }
 
 template <class T, int N, class View, std::size_t... I>

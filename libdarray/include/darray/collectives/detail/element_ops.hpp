@@ -1,6 +1,6 @@
 // The element-wise reductions (sum, max, min): their identities, the kernels that combine blocks on one process,
 // and the MPI datatype and operation of the allreduce across processes. Complex numbers travel as pairs of reals,
-// which MPI_SUM adds component-wise, so no complex MPI type is needed.
+// which MPI_SUM adds component-wise, so no complex MPI type is needed. max and min propagate NaN, as JAX does.
 #pragma once
 
 #include <mpi.h>
@@ -12,6 +12,8 @@
 
 #include "darray/array/dtype.hpp"
 #include "darray/comm/detail/mpi_types.hpp"
+#include "darray/runtime/detail/mpi.hpp"
+#include "darray/runtime/detail/state.hpp"
 
 namespace darray {
 namespace detail {
@@ -54,8 +56,41 @@ MPI_Datatype mpi_reduce_datatype() {
   return mpi_datatype<typename ReduceScalar<T>::type>();
 }
 
-inline MPI_Op mpi_reduce_op(ReduceOp op) {
-  return op == ReduceOp::sum ? MPI_SUM : op == ReduceOp::max ? MPI_MAX : MPI_MIN;
+// MPI_MAX and MPI_MIN drop NaN (pmax of [NaN, 1] gives 1); JAX and NumPy propagate it. This user-defined
+// operation does: a NaN operand wins, otherwise the larger (Max) or smaller value.
+template <class R, bool Max>
+void nan_propagating_combine(void* in, void* inout, int* len, MPI_Datatype*) {
+  const R* a = static_cast<const R*>(in);
+  R* b = static_cast<R*>(inout);
+  for (int i = 0; i < *len; ++i) {
+    const R x = a[i], y = b[i];
+    if (x != x || (Max ? x > y : x < y)) b[i] = x;  // when y is NaN both comparisons fail and y stays
+  }
+}
+
+// The operation above as an MPI_Op, created on first use and freed when the Environment ends.
+template <class R, bool Max>
+MPI_Op nan_propagating_op() {
+  static MPI_Op op = MPI_OP_NULL;
+  if (op == MPI_OP_NULL) {
+    DARRAY_MPI_CHECK(MPI_Op_create(&nan_propagating_combine<R, Max>, /*commute=*/1, &op));
+    at_finalize([] {
+      if (op != MPI_OP_NULL) MPI_Op_free(&op);
+      op = MPI_OP_NULL;
+    });
+  }
+  return op;
+}
+
+// The MPI operation reducing elements of type T (complex: its real lanes) under op. Floating-point max and min
+// propagate NaN, as JAX's lax.pmax / pmin and NumPy's maximum / minimum do.
+template <class T>
+MPI_Op mpi_reduce_op(ReduceOp op) {
+  using R = typename ReduceScalar<T>::type;
+  if (op == ReduceOp::sum) return MPI_SUM;
+  if constexpr (std::is_floating_point<R>::value)
+    return op == ReduceOp::max ? nan_propagating_op<R, true>() : nan_propagating_op<R, false>();
+  return op == ReduceOp::max ? MPI_MAX : MPI_MIN;
 }
 
 template <class T, class Exec>
@@ -74,7 +109,7 @@ void copy_kernel(const Exec& space, T* dst, const T* src, int64_t n) {
       KOKKOS_LAMBDA(const int64_t i) { dst[i] = src[i]; });
 }
 
-// dst[i] = op(dst[i], src[i]). Not fenced.
+// dst[i] = op(dst[i], src[i]). Not fenced. max and min propagate NaN from either side (src != src only for NaN).
 template <class T, class Exec>
 void combine_kernel(const Exec& space, ReduceOp op, T* dst, const T* src, int64_t n) {
   if (n == 0) return;
@@ -88,11 +123,11 @@ void combine_kernel(const Exec& space, ReduceOp op, T* dst, const T* src, int64_
     if (op == ReduceOp::max)
       Kokkos::parallel_for(
           "darray::pmax_combine", Policy(space, 0, n),
-          KOKKOS_LAMBDA(const int64_t i) { dst[i] = src[i] > dst[i] ? src[i] : dst[i]; });
+          KOKKOS_LAMBDA(const int64_t i) { dst[i] = src[i] > dst[i] || src[i] != src[i] ? src[i] : dst[i]; });
     else
       Kokkos::parallel_for(
           "darray::pmin_combine", Policy(space, 0, n),
-          KOKKOS_LAMBDA(const int64_t i) { dst[i] = src[i] < dst[i] ? src[i] : dst[i]; });
+          KOKKOS_LAMBDA(const int64_t i) { dst[i] = src[i] < dst[i] || src[i] != src[i] ? src[i] : dst[i]; });
   }
 }
 

@@ -93,7 +93,7 @@ Kokkos::View<T*, M> reduce_slots(const Exec& space, const CollectivePlan& plan, 
   const MPI_Comm comm = dynamic_cast<MpiTransport&>(t).comm();
   const std::size_t count = static_cast<std::size_t>(plan.slot_elements) * ReduceScalar<T>::lanes;
   on_host(slots, true,
-          [&](T* data) { allreduce(comm, MPI_IN_PLACE, data, count, mpi_reduce_datatype<T>(), mpi_reduce_op(op)); });
+          [&](T* data) { allreduce(comm, MPI_IN_PLACE, data, count, mpi_reduce_datatype<T>(), mpi_reduce_op<T>(op)); });
   return slots;
 }
 

@@ -9,10 +9,49 @@
 namespace darray {
 namespace detail {
 
-// ("x", "y"): the spelling of a list of axis names in error messages.
+// Error messages quote user input, which may be huge (a 1 MiB spec) or hold control characters (a NUL would cut
+// the message short in C APIs): they show at most this many characters of it, then "... (N more characters)".
+inline constexpr std::size_t max_quoted_chars = 200;
+
+// text as an error message shows it: control characters as \xNN, at most `limit` characters of text.
+inline std::string printable(const std::string& text, std::size_t limit = max_quoted_chars) {
+  static const char hex[] = "0123456789abcdef";
+  std::string out;
+  const std::size_t shown = text.size() < limit ? text.size() : limit;
+  for (std::size_t i = 0; i < shown; ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x20 || c == 0x7f) {
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  if (shown < text.size()) out += "... (" + std::to_string(text.size() - shown) + " more characters)";
+  return out;
+}
+
+// Position of the first control character (below 0x20, or 0x7f) in name, or npos.
+inline std::size_t first_control_char(const std::string& name) {
+  for (std::size_t i = 0; i < name.size(); ++i) {
+    const auto c = static_cast<unsigned char>(name[i]);
+    if (c < 0x20 || c == 0x7f) return i;
+  }
+  return std::string::npos;
+}
+
+// ("x", "y"): the spelling of a list of axis names in error messages; long lists stop after max_quoted_chars
+// characters with "... (N more)".
 inline std::string quoted_list(const std::vector<std::string>& names) {
   std::string out = "(";
-  for (std::size_t i = 0; i < names.size(); ++i) out += (i ? ", \"" : "\"") + names[i] + "\"";
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (out.size() > max_quoted_chars) {
+      out += ", ... (" + std::to_string(names.size() - i) + " more)";
+      break;
+    }
+    out += (i ? ", \"" : "\"") + printable(names[i]) + "\"";
+  }
   return out + ")";
 }
 

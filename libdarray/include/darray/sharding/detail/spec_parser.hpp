@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "darray/core/error.hpp"
+#include "darray/sharding/detail/names.hpp"
 
 namespace darray {
 namespace detail {
@@ -124,11 +125,23 @@ class SpecParser {
     while (m_pos < m_text.size() && std::isspace(static_cast<unsigned char>(m_text[m_pos]))) ++m_pos;
   }
 
+  // The message quotes the text, or for long texts (up to 1 MiB have been seen) an excerpt around the column.
   [[noreturn]] void fail(const std::string& expected) const {
-    const std::string found = m_pos < m_text.size() ? "'" + std::string(1, m_text[m_pos]) + "'" : "the end";
+    const std::string found =
+        m_pos < m_text.size() ? "'" + printable(std::string(1, m_text[m_pos])) + "'" : std::string("the end");
+    const std::size_t context = max_quoted_chars / 2;
+    std::string quoted;
+    if (m_text.size() <= max_quoted_chars) {
+      quoted = "\"" + printable(m_text) + "\"";
+    } else {
+      const std::size_t from = m_pos > context ? m_pos - context : 0;
+      quoted = "\"" + std::string(from > 0 ? "..." : "") + printable(m_text.substr(from, 2 * context), 2 * context) +
+               (from + 2 * context < m_text.size() ? "...\" (" : "\" (") + std::to_string(m_text.size()) +
+               " characters in all, shown from column " + std::to_string(from + 1) + ")";
+    }
     DARRAY_THROW(InvalidArgument, "PartitionSpec::parse",
-                 "cannot parse \"" << m_text << "\": at column " << m_pos + 1 << " expected " << expected << ", found "
-                                   << found << " (example: \"P('x', None, ('y', 'z'))\" or \"x, None, (y, z)\")");
+                 "cannot parse " << quoted << ": at column " << m_pos + 1 << " expected " << expected << ", found "
+                                 << found << " (example: \"P('x', None, ('y', 'z'))\" or \"x, None, (y, z)\")");
   }
 
   const std::string& m_text;
