@@ -35,6 +35,7 @@
 #include "darray/comm/nccl_transport.hpp"
 #include "darray/comm/world_transport.hpp"
 #include "darray/collectives/collectives.hpp"
+#include "darray/ops/ops.hpp"
 #include "darray/fft/options.hpp"
 #include "darray/fft/stages.hpp"
 #include "darray/fft/layout.hpp"
