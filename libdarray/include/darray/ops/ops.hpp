@@ -4,4 +4,5 @@
 
 #include "darray/ops/elementwise.hpp"
 #include "darray/ops/like.hpp"
+#include "darray/ops/print.hpp"
 #include "darray/ops/reductions.hpp"
