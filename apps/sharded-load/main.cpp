@@ -69,23 +69,6 @@ darray::Mesh mesh_2d(const std::string& spec) {
   return darray::make_mesh({r, c}, {"a", "b"});
 }
 
-// Joins every process's text on process 0, in process order, so the output is never interleaved.
-void print_in_process_order(const std::string& mine) {
-  const int p = darray::process_index(), n = darray::process_count();
-  int len = static_cast<int>(mine.size());
-  std::vector<int> lens(static_cast<std::size_t>(n)), offsets(static_cast<std::size_t>(n));
-  MPI_Gather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
-  int total = 0;
-  for (int i = 0; i < n; ++i) {
-    offsets[static_cast<std::size_t>(i)] = total;
-    total += lens[static_cast<std::size_t>(i)];
-  }
-  std::string all(static_cast<std::size_t>(p == 0 ? total : 0), '\0');
-  MPI_Gatherv(mine.data(), len, MPI_CHAR, p == 0 ? &all[0] : nullptr, lens.data(), offsets.data(), MPI_CHAR, 0,
-              MPI_COMM_WORLD);
-  if (p == 0) std::cout << all << std::flush;
-}
-
 // Scatters the source with one decomposition, checks every local block and the gathered array; true when all match
 // on this process.
 bool load(const Decomposition& dec, const darray::Shape& shape, int root, uint64_t seed,
@@ -125,7 +108,7 @@ bool load(const Decomposition& dec, const darray::Shape& shape, int root, uint64
     gathered_ok = back == source;
     if (!gathered_ok) out << "Process " << p << " MISMATCH: gather_to_root differs from the source\n";
   }
-  print_in_process_order(out.str());
+  darray::print_in_process_order(out.str());
   return mismatches == 0 && gathered_ok;
 }
 
@@ -164,7 +147,7 @@ bool load_file(const Decomposition& dec, const std::string& path, const darray::
     for (std::size_t k = 0; k < want.size(); ++k) mismatches += host.data()[k] != want[k] ? 1 : 0;
   }
   if (mismatches > 0) out << "Process " << p << " MISMATCH: " << mismatches << " elements differ from the source\n";
-  print_in_process_order(out.str());
+  darray::print_in_process_order(out.str());
   return mismatches == 0;
 }
 
@@ -241,7 +224,7 @@ int main(int argc, char** argv) {
     else
       for (const auto& dec : decs) ok = load(dec, shape, root, seed, source) && ok;
     int mine = ok ? 1 : 0, all = 0;
-    MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, darray::mpi_comm());
     if (p == 0) std::cout << (all ? "\nOK" : "\nFAILED: some blocks differ from the source") << std::endl;
     return all ? 0 : 1;
   } catch (const std::exception& e) {

@@ -1,6 +1,8 @@
 // DistributedArray<T, N, MemorySpace>: a global shape, a NamedSharding and one Shard per addressable device, as
-// jax.Array in a multi-controller program. Build one with the factories (zeros, iota, scatter_from_root, ...);
-// copies share the shards' views, like Kokkos views do.
+// jax.Array in a multi-controller program. Build one with the factories (zeros, iota, scatter_from_root, ...).
+// Value semantics are those of Kokkos::View, not of jax.Array: `auto b = a;` copies the handles, so b shares a's
+// blocks and a write through either (for_each, a kernel on a shard's view) shows in both. Operations that return
+// an array (map, a + b, reshard, psum, ...) return new blocks; darray::copy(a) makes a deep copy.
 #pragma once
 
 #include <cstddef>

@@ -1,0 +1,163 @@
+// The reductions of the ops layer: how values combine (NaN-propagating min/max as NumPy's), a Kokkos reducer for
+// them that builds with Kokkos 3.4 (volatile joins) and 4.x, the whole-array reduction over the replica-0 blocks
+// followed by a process-order combine that gives every process the same bits, and the local reduction of each
+// block along one dim.
+#pragma once
+
+#include <mpi.h>
+
+#include <Kokkos_Core.hpp>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "darray/array/distributed_array.hpp"
+#include "darray/array/dtype.hpp"
+#include "darray/core/error.hpp"
+#include "darray/ops/detail/kernels.hpp"
+#include "darray/runtime/detail/kokkos_compat.hpp"
+#include "darray/runtime/detail/mpi.hpp"
+#include "darray/runtime/detail/state.hpp"
+
+namespace darray {
+namespace detail {
+namespace ops {
+
+enum class Op { sum, prod, max, min };
+
+template <Op op, class Acc>
+KOKKOS_INLINE_FUNCTION void combine(Acc& acc, const Acc& v) {
+  if constexpr (op == Op::sum) {
+    acc += v;
+  } else if constexpr (op == Op::prod) {
+    acc *= v;
+  } else if constexpr (op == Op::max) {
+    if (v > acc || v != v) acc = v;  // NaN propagates: once acc is NaN, v > acc is false for every v
+  } else {
+    if (v < acc || v != v) acc = v;
+  }
+}
+
+// The value that leaves any other unchanged; infinities for floating point, so -inf survives max.
+template <Op op, class Acc>
+Acc identity() {
+  if constexpr (op == Op::sum) {
+    return Acc(0);
+  } else if constexpr (op == Op::prod) {
+    return Acc(1);
+  } else {
+    using L = std::numeric_limits<Acc>;
+    if (op == Op::max) return L::has_infinity ? -L::infinity() : L::lowest();
+    return L::has_infinity ? L::infinity() : L::max();
+  }
+}
+
+// A Kokkos reducer (the concept of Kokkos::Sum and friends) for combine<op>, with its identity carried along.
+template <Op op, class Acc>
+struct Reducer {
+  using reducer = Reducer;
+  using value_type = Acc;
+  using result_view_type = Kokkos::View<value_type, Kokkos::HostSpace>;
+
+  result_view_type value;
+  Acc ident;
+  bool refs_scalar;
+
+  Reducer(value_type& v, const Acc& id) : value(&v), ident(id), refs_scalar(true) {}
+  KOKKOS_INLINE_FUNCTION void join(value_type& dest, const value_type& src) const { combine<op>(dest, src); }
+#if !DARRAY_KOKKOS_VERSION_AT_LEAST(4, 0)
+  KOKKOS_INLINE_FUNCTION void join(volatile value_type& dest, const volatile value_type& src) const {
+    value_type d = dest;
+    const value_type s = src;
+    combine<op>(d, s);
+    dest = d;
+  }
+#endif
+  KOKKOS_INLINE_FUNCTION void init(value_type& v) const { v = ident; }
+  KOKKOS_INLINE_FUNCTION value_type& reference() const { return *value.data(); }
+  KOKKOS_INLINE_FUNCTION result_view_type view() const { return value; }
+  KOKKOS_INLINE_FUNCTION bool references_scalar() const { return refs_scalar; }
+};
+
+// combine<op> of load(i) over i in [0, n) in the execution space Exec. Blocks until the value is on the host.
+template <Op op, class Acc, class Exec, class Load>
+Acc reduce_range(int64_t n, const Load& load) {
+  Acc result = identity<op, Acc>();
+  if (n == 0) return result;
+  Kokkos::parallel_reduce(
+      "darray::reduce", FlatPolicy<Exec>(0, n), KOKKOS_LAMBDA(const int64_t i, Acc& acc) { combine<op>(acc, load(i)); },
+      Reducer<op, Acc>(result, identity<op, Acc>()));
+  return result;
+}
+
+// Every process's value combined in process order, the same bits on every process (an allreduce may round
+// differently on different ranks). Collective over all processes.
+template <Op op, class Acc>
+Acc combine_processes(const Acc& mine) {
+  const MPI_Comm comm = world_comm();
+  int size = 1;
+  DARRAY_MPI_CHECK(MPI_Comm_size(comm, &size));
+  if (size == 1) return mine;
+  std::vector<Acc> all(static_cast<std::size_t>(size));
+  DARRAY_MPI_CHECK(MPI_Allgather(&mine, static_cast<int>(sizeof(Acc)), MPI_BYTE, all.data(),
+                                 static_cast<int>(sizeof(Acc)), MPI_BYTE, comm));
+  Acc result = all[0];
+  for (std::size_t p = 1; p < all.size(); ++p) combine<op>(result, all[p]);
+  return result;
+}
+
+// combine<op> over every global element once: each process reduces its replica-0 blocks (make_load(k) gives
+// the loader of addressable shard k), then the processes combine their partials. Collective.
+template <Op op, class Acc, class T, int N, class M, class MakeLoad>
+Acc reduce_all(const DistributedArray<T, N, M>& a, const MakeLoad& make_load) {
+  using Exec = typename Shard<T, N, M>::view_type::execution_space;
+  Acc mine = identity<op, Acc>();
+  const auto& shards = a.addressable_shards();
+  for (std::size_t k = 0; k < shards.size(); ++k)
+    if (shards[k].replica_id == 0)
+      combine<op>(mine, reduce_range<op, Acc, Exec>(static_cast<int64_t>(shards[k].data.size()), make_load(k)));
+  return combine_processes<op>(mine);
+}
+
+// Loads element i of a block converted to Acc.
+template <class Acc, class T>
+struct LoadAs {
+  const T* data;
+  KOKKOS_INLINE_FUNCTION Acc operator()(int64_t i) const { return ConvertTo<Acc>()(data[i]); }
+};
+
+// An axis argument, NumPy style: -rank .. rank - 1. Returns it in 0 .. rank - 1.
+inline int normalize_axis(const char* api, int axis, int rank) {
+  DARRAY_THROW_IF(axis < -rank || axis >= rank, InvalidArgument, api,
+                  "axis " << axis << " is out of bounds for an array of rank " << rank << "; expected " << -rank
+                          << " .. " << rank - 1);
+  return axis < 0 ? axis + rank : axis;
+}
+
+// out[o, j] = combine<op> over k of in[o, k, j] for a row-major block viewed as (outer, len, inner). On host
+// memory each work item walks a tile of `inner` row by row (cache-friendly); on a GPU one item per output element,
+// so neighbouring threads read neighbouring elements.
+template <Op op, class Acc, class Exec, class T>
+void reduce_block_along(const T* in, Acc* out, int64_t outer, int64_t len, int64_t inner, const Acc& ident) {
+  if (outer * inner == 0) return;
+  constexpr bool host = std::is_same<typename Exec::memory_space, Kokkos::HostSpace>::value;
+  const int64_t tile = host ? 512 : 1;
+  const int64_t tiles = (inner + tile - 1) / tile;
+  Kokkos::parallel_for(
+      "darray::reduce_along", FlatPolicy<Exec>(0, outer * tiles), KOKKOS_LAMBDA(const int64_t w) {
+        const int64_t o = w / tiles, j0 = (w % tiles) * tile;
+        const int64_t j1 = j0 + tile < inner ? j0 + tile : inner;
+        Acc* dst = out + o * inner;
+        const T* src = in + o * len * inner;
+        for (int64_t j = j0; j < j1; ++j) dst[j] = ident;
+        for (int64_t k = 0; k < len; ++k)
+          for (int64_t j = j0; j < j1; ++j) combine<op>(dst[j], ConvertTo<Acc>()(src[k * inner + j]));
+      });
+}
+
+}  // namespace ops
+}  // namespace detail
+}  // namespace darray

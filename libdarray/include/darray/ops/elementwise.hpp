@@ -1,0 +1,182 @@
+// Element-wise computing on distributed arrays, as jax.numpy's ufuncs: every device applies the function to its
+// own block with a Kokkos kernel (on the GPU in CUDA builds), and the result has the operand's shape and sharding.
+// No communication. Functions must be callable in device code: write them as KOKKOS_LAMBDA or plain functors.
+#pragma once
+
+#include <Kokkos_Core.hpp>
+#include <cstdint>
+#include <type_traits>
+
+#include "darray/array/distributed_array.hpp"
+#include "darray/array/dtype.hpp"
+#include "darray/ops/detail/kernels.hpp"
+
+namespace darray {
+
+// f(x) for every element x: map(a, KOKKOS_LAMBDA(double x) { return 2 * x + 1; }). The result's element type is
+// what f returns (a DistributedArray element type).
+template <class T, int N, class M, class F>
+auto map(const DistributedArray<T, N, M>& a, F f) {
+  using U = std::decay_t<decltype(f(std::declval<T>()))>;
+  auto shards = detail::shards_like<U>(a, "darray::map", false);
+  for (std::size_t k = 0; k < shards.size(); ++k) {
+    using Exec = typename Shard<U, N, M>::view_type::execution_space;
+    const T* in = a.addressable_shards()[k].data.data();
+    U* out = shards[k].data.data();
+    const auto n = static_cast<int64_t>(shards[k].data.size());
+    if (n > 0)
+      Kokkos::parallel_for(
+          "darray::map", detail::FlatPolicy<Exec>(0, n), KOKKOS_LAMBDA(const int64_t i) { out[i] = f(in[i]); });
+  }
+  Kokkos::fence();  // asynchronous on GPUs; MPI may read the result next
+  return detail::adopt_like(a, std::move(shards));
+}
+
+namespace detail {
+template <class T, class S, int N, class M, class F>
+auto map2(const char* api, const DistributedArray<T, N, M>& a, const DistributedArray<S, N, M>& b, F f) {
+  check_same_layout(api, a, b);
+  using U = std::decay_t<decltype(f(std::declval<T>(), std::declval<S>()))>;
+  auto shards = shards_like<U>(a, "darray::map", false);
+  for (std::size_t k = 0; k < shards.size(); ++k) {
+    using Exec = typename Shard<U, N, M>::view_type::execution_space;
+    const T* x = a.addressable_shards()[k].data.data();
+    const S* y = b.addressable_shards()[k].data.data();
+    U* out = shards[k].data.data();
+    const auto n = static_cast<int64_t>(shards[k].data.size());
+    if (n > 0)
+      Kokkos::parallel_for(
+          "darray::map2", FlatPolicy<Exec>(0, n), KOKKOS_LAMBDA(const int64_t i) { out[i] = f(x[i], y[i]); });
+  }
+  Kokkos::fence();
+  return adopt_like(a, std::move(shards));
+}
+}  // namespace detail
+
+// f(x, y) for every pair of elements at the same position. a and b must have the same shape and sharding
+// (InvalidArgument naming both otherwise; reshard one of them first).
+template <class T, class S, int N, class M, class F>
+auto map(const DistributedArray<T, N, M>& a, const DistributedArray<S, N, M>& b, F f) {
+  return detail::map2("map", a, b, f);
+}
+
+// f(index, x) for every element, where index[d] is the element's global coordinate along dim d (GlobalIndex<N>):
+// map_indexed(a, KOKKOS_LAMBDA(darray::GlobalIndex<2> i, double x) { return i[0] == i[1] ? x : 0.0; }).
+template <class T, int N, class M, class F>
+auto map_indexed(const DistributedArray<T, N, M>& a, F f) {
+  using U = std::decay_t<decltype(f(std::declval<GlobalIndex<N>>(), std::declval<T>()))>;
+  auto shards = detail::shards_like<U>(a, "darray::map_indexed", false);
+  for (std::size_t k = 0; k < shards.size(); ++k) {
+    using Exec = typename Shard<U, N, M>::view_type::execution_space;
+    const T* in = a.addressable_shards()[k].data.data();
+    U* out = shards[k].data.data();
+    const auto g = detail::block_geometry<N>(shards[k].index);
+    const auto n = static_cast<int64_t>(shards[k].data.size());
+    if (n > 0)
+      Kokkos::parallel_for(
+          "darray::map_indexed", detail::FlatPolicy<Exec>(0, n),
+          KOKKOS_LAMBDA(const int64_t i) { out[i] = f(g.global_index(i), in[i]); });
+  }
+  Kokkos::fence();
+  return detail::adopt_like(a, std::move(shards));
+}
+
+// f(x) on every element in place, x passed as T&: for_each(a, KOKKOS_LAMBDA(double& x) { x *= 2; }). Replicas are
+// updated alike. Arrays that share blocks with a (copies, see DistributedArray) see the change.
+template <class T, int N, class M, class F>
+void for_each(const DistributedArray<T, N, M>& a, F f) {
+  for (const auto& s : a.addressable_shards()) {
+    using Exec = typename Shard<T, N, M>::view_type::execution_space;
+    T* data = s.data.data();
+    const auto n = static_cast<int64_t>(s.data.size());
+    if (n > 0)
+      Kokkos::parallel_for(
+          "darray::for_each", detail::FlatPolicy<Exec>(0, n), KOKKOS_LAMBDA(const int64_t i) { f(data[i]); });
+  }
+  Kokkos::fence();
+}
+
+// f(index, x) on every element in place, with its global index as in map_indexed.
+template <class T, int N, class M, class F>
+void for_each_indexed(const DistributedArray<T, N, M>& a, F f) {
+  for (const auto& s : a.addressable_shards()) {
+    using Exec = typename Shard<T, N, M>::view_type::execution_space;
+    T* data = s.data.data();
+    const auto g = detail::block_geometry<N>(s.index);
+    const auto n = static_cast<int64_t>(s.data.size());
+    if (n > 0)
+      Kokkos::parallel_for(
+          "darray::for_each_indexed", detail::FlatPolicy<Exec>(0, n),
+          KOKKOS_LAMBDA(const int64_t i) { f(g.global_index(i), data[i]); });
+  }
+  Kokkos::fence();
+}
+
+// Arithmetic as jax.numpy's, element by element, on arrays of one element type (convert with astype first).
+// Integer division truncates as in C++ (NumPy's // floors; its / gives floats), and dividing an integer by zero
+// is undefined behaviour as in C++.
+namespace detail {
+struct Plus {
+  template <class T>
+  KOKKOS_INLINE_FUNCTION T operator()(const T& x, const T& y) const {
+    return x + y;
+  }
+};
+struct Minus {
+  template <class T>
+  KOKKOS_INLINE_FUNCTION T operator()(const T& x, const T& y) const {
+    return x - y;
+  }
+};
+struct Times {
+  template <class T>
+  KOKKOS_INLINE_FUNCTION T operator()(const T& x, const T& y) const {
+    return x * y;
+  }
+};
+struct Divide {
+  template <class T>
+  KOKKOS_INLINE_FUNCTION T operator()(const T& x, const T& y) const {
+    return x / y;
+  }
+};
+// op(x, s) or, with Left, op(s, x): the scalar operand of `a + 2` and `2 - a`.
+template <class T, class Op, bool Left>
+struct WithScalar {
+  T s;
+  KOKKOS_INLINE_FUNCTION T operator()(const T& x) const { return Left ? Op()(s, x) : Op()(x, s); }
+};
+struct Negate {
+  template <class T>
+  KOKKOS_INLINE_FUNCTION T operator()(const T& x) const {
+    return -x;
+  }
+};
+}  // namespace detail
+
+#define DARRAY_OPS_BINARY_OPERATOR(op, Op)                                                                        \
+  template <class T, int N, class M>                                                                              \
+  DistributedArray<T, N, M> operator op(const DistributedArray<T, N, M>& a, const DistributedArray<T, N, M>& b) { \
+    return detail::map2("operator" #op, a, b, detail::Op());                                                      \
+  }                                                                                                               \
+  template <class T, int N, class M>                                                                              \
+  DistributedArray<T, N, M> operator op(const DistributedArray<T, N, M>& a, detail::type_identity_t<T> s) {       \
+    return map(a, detail::WithScalar<T, detail::Op, false>{s});                                                   \
+  }                                                                                                               \
+  template <class T, int N, class M>                                                                              \
+  DistributedArray<T, N, M> operator op(detail::type_identity_t<T> s, const DistributedArray<T, N, M>& a) {       \
+    return map(a, detail::WithScalar<T, detail::Op, true>{s});                                                    \
+  }
+
+DARRAY_OPS_BINARY_OPERATOR(+, Plus)
+DARRAY_OPS_BINARY_OPERATOR(-, Minus)
+DARRAY_OPS_BINARY_OPERATOR(*, Times)
+DARRAY_OPS_BINARY_OPERATOR(/, Divide)
+#undef DARRAY_OPS_BINARY_OPERATOR
+
+template <class T, int N, class M>
+DistributedArray<T, N, M> operator-(const DistributedArray<T, N, M>& a) {
+  return map(a, detail::Negate());
+}
+
+}  // namespace darray
