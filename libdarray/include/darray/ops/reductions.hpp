@@ -106,7 +106,7 @@ DistributedArray<Acc, N - 1, M> reduce_along(const char* api, const DistributedA
     shards.push_back(Shard<Acc, N - 1, M>{s.device, std::move(index), rs.replica_id(s.device), view});
   }
   Kokkos::fence();
-  DistributedArray<Acc, N - 1, M> partial(AdoptShards{}, rshape, rs, std::move(shards));
+  DistributedArray<Acc, N - 1, M> partial = detail::adopt_shards<Acc, N - 1, M>(rshape, rs, std::move(shards));
   if (mesh_axes.empty()) return partial;
   if constexpr (op == Op::sum) {
     return psum(partial, mesh_axes);

@@ -98,7 +98,7 @@ std::vector<Shard<U, N, M>> shards_like(const DistributedArray<T, N, M>& a, cons
 
 template <class U, class T, int N, class M>
 DistributedArray<U, N, M> adopt_like(const DistributedArray<T, N, M>& a, std::vector<Shard<U, N, M>> shards) {
-  return DistributedArray<U, N, M>(AdoptShards{}, a.shape(), a.sharding(), std::move(shards));
+  return adopt_shards<U, N, M>(a.shape(), a.sharding(), std::move(shards));
 }
 
 // "shape (4, 6) sharded PartitionSpec('x',) on Mesh('x': 2)".
