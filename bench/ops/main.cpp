@@ -49,6 +49,30 @@ std::vector<Array::view_type> new_views(const Array& a) {
   return v;
 }
 
+// The hand-written reductions: a parallel_reduce per shard (named functions: CUDA allows device lambdas only there).
+struct SumTag {
+  double init = 0;
+  void run(const double* x, int64_t m, double& v) const {
+    Kokkos::parallel_reduce(Policy(0, m), KOKKOS_LAMBDA(int64_t i, double& s) { s += x[i]; }, v);
+  }
+  double join(double p, double q) const { return p + q; }
+};
+struct MaxTag {
+  double init = -HUGE_VAL;
+  void run(const double* x, int64_t m, double& v) const {
+    Kokkos::parallel_reduce(
+        Policy(0, m), KOKKOS_LAMBDA(int64_t i, double& s) { s = x[i] > s ? x[i] : s; }, Kokkos::Max<double>(v));
+  }
+  double join(double p, double q) const { return std::max(p, q); }
+};
+struct Norm2Tag {
+  double init = 0;
+  void run(const double* x, int64_t m, double& v) const {
+    Kokkos::parallel_reduce(Policy(0, m), KOKKOS_LAMBDA(int64_t i, double& s) { s += x[i] * x[i]; }, v);
+  }
+  double join(double p, double q) const { return p + q; }
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -128,28 +152,6 @@ int main(int argc, char** argv) {
       MPI_Allreduce(MPI_IN_PLACE, &mine, 1, MPI_DOUBLE, op, darray::mpi_comm());
       sink += mine;
     };
-    struct SumTag {
-      double init = 0;
-      void run(const double* x, int64_t m, double& v) const {
-        Kokkos::parallel_reduce(Policy(0, m), KOKKOS_LAMBDA(int64_t i, double& s) { s += x[i]; }, v);
-      }
-      double join(double p, double q) const { return p + q; }
-    };
-    struct MaxTag {
-      double init = -HUGE_VAL;
-      void run(const double* x, int64_t m, double& v) const {
-        Kokkos::parallel_reduce(
-            Policy(0, m), KOKKOS_LAMBDA(int64_t i, double& s) { s = x[i] > s ? x[i] : s; }, Kokkos::Max<double>(v));
-      }
-      double join(double p, double q) const { return std::max(p, q); }
-    };
-    struct Norm2Tag {
-      double init = 0;
-      void run(const double* x, int64_t m, double& v) const {
-        Kokkos::parallel_reduce(Policy(0, m), KOKKOS_LAMBDA(int64_t i, double& s) { s += x[i] * x[i]; }, v);
-      }
-      double join(double p, double q) const { return p + q; }
-    };
     bench("sum", [&] { sink += darray::sum(a); }, [&] { hand_reduce(SumTag{}, MPI_SUM); });
     bench("max", [&] { sink += darray::max(a); }, [&] { hand_reduce(MaxTag{}, MPI_MAX); });
     bench("norm", [&] { sink += darray::norm(a); }, [&] { hand_reduce(Norm2Tag{}, MPI_SUM); });
@@ -173,7 +175,7 @@ int main(int argc, char** argv) {
           }
           Kokkos::fence();
           const darray::NamedSharding rs(mesh, darray::P());
-          const darray::DistributedArray<double, 1> partial(darray::detail::AdoptShards{}, {cols}, rs, parts);
+          const auto partial = darray::detail::adopt_shards<double, 1, darray::DefaultMemorySpace>({cols}, rs, parts);
           (void)darray::psum(partial, "x");
         });
 

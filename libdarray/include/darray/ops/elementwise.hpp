@@ -13,11 +13,18 @@
 
 namespace darray {
 
+namespace detail {
+// The element type of map's result: what f returns. Spelled out in the signatures because CUDA forbids device
+// lambdas inside a function whose return type is deduced.
+template <class F, class... Args>
+using map_result_t = std::decay_t<decltype(std::declval<F&>()(std::declval<Args>()...))>;
+}  // namespace detail
+
 // f(x) for every element x: map(a, KOKKOS_LAMBDA(double x) { return 2 * x + 1; }). The result's element type is
 // what f returns (a DistributedArray element type).
 template <class T, int N, class M, class F>
-auto map(const DistributedArray<T, N, M>& a, F f) {
-  using U = std::decay_t<decltype(f(std::declval<T>()))>;
+DistributedArray<detail::map_result_t<F, T>, N, M> map(const DistributedArray<T, N, M>& a, F f) {
+  using U = detail::map_result_t<F, T>;
   auto shards = detail::shards_like<U>(a, "darray::map", false);
   for (std::size_t k = 0; k < shards.size(); ++k) {
     using Exec = typename Shard<U, N, M>::view_type::execution_space;
@@ -34,9 +41,10 @@ auto map(const DistributedArray<T, N, M>& a, F f) {
 
 namespace detail {
 template <class T, class S, int N, class M, class F>
-auto map2(const char* api, const DistributedArray<T, N, M>& a, const DistributedArray<S, N, M>& b, F f) {
+DistributedArray<map_result_t<F, T, S>, N, M> map2(const char* api, const DistributedArray<T, N, M>& a,
+                                                   const DistributedArray<S, N, M>& b, F f) {
   check_same_layout(api, a, b);
-  using U = std::decay_t<decltype(f(std::declval<T>(), std::declval<S>()))>;
+  using U = map_result_t<F, T, S>;
   auto shards = shards_like<U>(a, "darray::map", false);
   for (std::size_t k = 0; k < shards.size(); ++k) {
     using Exec = typename Shard<U, N, M>::view_type::execution_space;
@@ -56,15 +64,17 @@ auto map2(const char* api, const DistributedArray<T, N, M>& a, const Distributed
 // f(x, y) for every pair of elements at the same position. a and b must have the same shape and sharding
 // (InvalidArgument naming both otherwise; reshard one of them first).
 template <class T, class S, int N, class M, class F>
-auto map(const DistributedArray<T, N, M>& a, const DistributedArray<S, N, M>& b, F f) {
+DistributedArray<detail::map_result_t<F, T, S>, N, M> map(const DistributedArray<T, N, M>& a,
+                                                          const DistributedArray<S, N, M>& b, F f) {
   return detail::map2("map", a, b, f);
 }
 
 // f(index, x) for every element, where index[d] is the element's global coordinate along dim d (GlobalIndex<N>):
 // map_indexed(a, KOKKOS_LAMBDA(darray::GlobalIndex<2> i, double x) { return i[0] == i[1] ? x : 0.0; }).
 template <class T, int N, class M, class F>
-auto map_indexed(const DistributedArray<T, N, M>& a, F f) {
-  using U = std::decay_t<decltype(f(std::declval<GlobalIndex<N>>(), std::declval<T>()))>;
+DistributedArray<detail::map_result_t<F, GlobalIndex<N>, T>, N, M> map_indexed(const DistributedArray<T, N, M>& a,
+                                                                                F f) {
+  using U = detail::map_result_t<F, GlobalIndex<N>, T>;
   auto shards = detail::shards_like<U>(a, "darray::map_indexed", false);
   for (std::size_t k = 0; k < shards.size(); ++k) {
     using Exec = typename Shard<U, N, M>::view_type::execution_space;
