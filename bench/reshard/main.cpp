@@ -184,7 +184,9 @@ int main(int argc, char** argv) {
   bool no_fftw = false;
   bool plan_only = false;
   int plan_reps = 7;
-  app.add_option("--sizes", sizes, "global array sizes in MiB (doubles), comma-separated")->delimiter(',')->check(CLI::PositiveNumber);
+  app.add_option("--sizes", sizes, "global array sizes in MiB (doubles), comma-separated")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber);
   app.add_option("--reps", reps, "repetitions; the best (max over processes) is reported")->check(CLI::PositiveNumber);
   app.add_flag("--no-fftw", no_fftw, "skip the FFTW-MPI baseline");
   app.add_flag("--plan-only", plan_only, "only time plan construction in large meshes (no data moves)");
