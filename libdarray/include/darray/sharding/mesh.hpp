@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <ostream>
 #include <string>
 #include <unordered_map>
@@ -33,7 +34,10 @@ struct MeshData {
   // mesh; else a hash map.
   std::vector<int32_t> position_by_id;
   std::unordered_map<int, int64_t> position_of;
-  std::vector<int> process_indices;  // sorted, distinct
+  // Sorted, distinct; built on first use for process-major meshes (a 1,048,576-process mesh need not pay for it).
+  mutable std::once_flag process_indices_once;
+  mutable std::vector<int> process_indices;
+  int64_t process_runs = 0;  // runs of equal process indices in mesh order
   // Devices of each process. When process indices never decrease in mesh order (meshes over a process-major
   // device table) a process's devices are one run of positions, found by binary search in `devices`; otherwise
   // process_positions holds every position grouped by process (in mesh order within a group), the group of
@@ -61,13 +65,17 @@ class Mesh {
     for (const auto& name : axis_names) detail::hash_combine(h, std::hash<std::string>{}(name));
     for (int64_t i = 0; i < n; ++i) {
       const Device& d = devices[static_cast<std::size_t>(i)];
-      detail::hash_combine(h, std::hash<Device>{}(d));
+      const bool first = i == 0;
+      const int previous = first ? 0 : devices[static_cast<std::size_t>(i - 1)].process_index;
       data->default_order = data->default_order && d.id == i;
-      if (i > 0 && d.process_index < devices[static_cast<std::size_t>(i - 1)].process_index)
-        data->process_major = false;
-      if (data->process_indices.empty() || data->process_indices.back() != d.process_index)
-        data->process_indices.push_back(d.process_index);
+      data->process_major = data->process_major && (first || d.process_index >= previous);
+      data->process_runs += first || d.process_index != previous ? 1 : 0;
     }
+    // Devices hash by id; ids 0..n-1 in order are fully described by n, so such meshes skip the per-device pass.
+    if (data->default_order)
+      detail::hash_combine(h, std::hash<int64_t>{}(n));
+    else
+      for (const Device& d : devices) detail::hash_combine(h, std::hash<Device>{}(d));
     data->hash = h;
     index_positions(*data, devices);
     index_processes(*data, devices, shape);
@@ -134,7 +142,14 @@ class Mesh {
   const std::vector<int64_t>& strides() const { return m_data->strides; }
 
   // Sorted distinct processes that own mesh devices.
-  const std::vector<int>& process_indices() const { return m_data->process_indices; }
+  const std::vector<int>& process_indices() const {
+    std::call_once(m_data->process_indices_once, [this] {
+      for (const Device& d : m_data->devices)
+        if (m_data->process_indices.empty() || m_data->process_indices.back() != d.process_index)
+          m_data->process_indices.push_back(d.process_index);
+    });
+    return m_data->process_indices;
+  }
 
   // Positions in devices() of the devices of `process`, in mesh order (empty when it owns none). O(its devices +
   // log of the process count), never O(mesh size).
@@ -147,7 +162,7 @@ class Mesh {
       for (auto it = lo; it != devs.end() && it->process_index == process; ++it) out.push_back(it - devs.begin());
       return out;
     }
-    const auto& procs = m_data->process_indices;
+    const auto& procs = process_indices();
     const auto k = std::lower_bound(procs.begin(), procs.end(), process) - procs.begin();
     if (k == static_cast<std::ptrdiff_t>(procs.size()) || procs[static_cast<std::size_t>(k)] != process) return out;
     const auto first = m_data->process_positions.begin() + m_data->process_begin[static_cast<std::size_t>(k)];
@@ -259,8 +274,8 @@ class Mesh {
     }
   }
 
-  // process_indices (distinct, in mesh order so far) sorted, the per-process groups when the mesh is not
-  // process-major, and which axes keep every process at one coordinate.
+  // The per-process groups (and process_indices) when the mesh is not process-major, and which axes keep every
+  // process at one coordinate.
   static void index_processes(detail::MeshData& data, const std::vector<Device>& devices, const Shape& shape) {
     const auto n = static_cast<int64_t>(devices.size());
     const std::size_t ndim = shape.size();
@@ -268,7 +283,7 @@ class Mesh {
     if (data.process_major) {
       // Each process is one run [b, e) of positions; its coordinate along an axis is constant exactly when the
       // run's ends share the quotient by the axis stride (or the axis has size 1).
-      if (static_cast<int64_t>(data.process_indices.size()) == n) return;  // one device per process
+      if (data.process_runs == n) return;  // one device per process
       int64_t b = 0;
       for (int64_t i = 1; i <= n; ++i) {
         if (i < n && devices[static_cast<std::size_t>(i)].process_index ==
@@ -281,8 +296,12 @@ class Mesh {
       return;
     }
     auto& procs = data.process_indices;
-    std::sort(procs.begin(), procs.end());
-    procs.erase(std::unique(procs.begin(), procs.end()), procs.end());
+    std::call_once(data.process_indices_once, [&] {
+      for (const Device& d : devices)
+        if (procs.empty() || procs.back() != d.process_index) procs.push_back(d.process_index);
+      std::sort(procs.begin(), procs.end());
+      procs.erase(std::unique(procs.begin(), procs.end()), procs.end());
+    });
     auto group_of = [&](int p) {
       return static_cast<std::size_t>(std::lower_bound(procs.begin(), procs.end(), p) - procs.begin());
     };
