@@ -64,8 +64,7 @@ class ReshardPlan {
         m_shape(std::move(shape)),
         m_element_bytes(element_bytes),
         m_process(process) {
-    validate();
-    build();
+    build(validate());
   }
 
   const NamedSharding& src() const { return m_src; }
@@ -93,20 +92,23 @@ class ReshardPlan {
  private:
   friend const detail::ReshardEngine& detail::reshard_engine(const ReshardPlan& plan);
 
-  void validate() const {
+  // Returns whether the two meshes are equal (O(1) for copies of one Mesh), which the grouping needs too.
+  bool validate() const {
     m_src.check_shape(m_shape);
     m_dst.check_shape(m_shape);
     const auto& a = m_src.mesh();
     const auto& b = m_dst.mesh();
-    // Meshes sharing their devices (copies of one Mesh) or equal ones need no look-up per device.
+    // Copies of one Mesh, or equal meshes, need no look-up per device.
+    const bool equal = a == b;
     bool same_set = a.size() == b.size();
-    if (same_set && &a.devices() != &b.devices() && !(a == b))
+    if (same_set && !equal)
       for (std::size_t i = 0; same_set && i < b.devices().size(); ++i) same_set = a.contains(b.devices()[i]);
     DARRAY_THROW_IF(!same_set, InvalidArgument, "reshard",
                     "source mesh " << a << " and destination mesh " << b
                                    << " are over different device sets; a reshard keeps the devices and moves data "
                                       "between them, so both meshes must hold the same devices");
     DARRAY_THROW_IF(m_element_bytes == 0, InvalidArgument, "reshard", "element size 0; expected a positive size");
+    return equal;
   }
 
   // Per-dim parts of `sharding` overlapping `box`, as ranges; the Cartesian product enumerates the blocks.
@@ -162,7 +164,7 @@ class ReshardPlan {
     p.pieces.push_back(std::move(piece));
   }
 
-  void build() {
+  void build(bool meshes_equal) {
     const std::size_t rank = m_shape.size();
     auto mine = [&](const Mesh& mesh) {
       std::vector<Device> out;
@@ -222,7 +224,7 @@ class ReshardPlan {
     m_stats.send_peers = static_cast<int>(m_sends.size());
     m_stats.recv_peers = static_cast<int>(m_recvs.size());
 
-    const detail::MovingAxisGroups groups = detail::moving_axis_groups(m_src, m_dst);
+    const detail::MovingAxisGroups groups = detail::moving_axis_groups(m_src, m_dst, meshes_equal);
     m_stats.moving_axes = groups.moving_axes;
     if (groups.grouped) {
       // The grouping is a property of the shardings; check that this process's pieces respect it (they do by

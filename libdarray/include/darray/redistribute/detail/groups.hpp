@@ -23,10 +23,12 @@ struct MovingAxisGroups {
 // An axis is stable when it partitions the same dim the same way in both specs (identical entry) or is unused by
 // both; data then never crosses between different coordinates along it. Everything else moves. O(mesh axes): the
 // mesh knows which axes keep every process at one coordinate, so no device is visited.
-inline MovingAxisGroups moving_axis_groups(const NamedSharding& src, const NamedSharding& dst) {
+// meshes_equal: src.mesh() == dst.mesh(), which the caller has already compared (O(devices) unless the meshes are
+// copies of one Mesh).
+inline MovingAxisGroups moving_axis_groups(const NamedSharding& src, const NamedSharding& dst, bool meshes_equal) {
   MovingAxisGroups g;
   const Mesh& mesh = src.mesh();
-  if (!(mesh == dst.mesh())) return g;
+  if (!meshes_equal) return g;
   const auto entry_of = [](const PartitionSpec& spec, const std::string& axis, std::size_t& dim) -> bool {
     for (std::size_t d = 0; d < spec.size(); ++d)
       for (const auto& a : spec[d])
