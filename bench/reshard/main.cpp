@@ -1,8 +1,8 @@
 // bench/reshard: reshard throughput against baselines measured in the same run, on whatever layout it is
 // launched with. Per size and pattern it prints the time (max over processes, best of --reps), GB/s of the bytes
 // each process holds, and the ratios to (a) MPI_Alltoall of the same bytes already packed, (b) FFTW-MPI's
-// transpose of the same matrix (FFTW_MEASURE), (c) memcpy of the same bytes. Also: plan construction time for one
-// process of a 65,536-device mesh, and staging memory against local shard bytes.
+// transpose of the same matrix (FFTW_MEASURE), (c) memcpy of the same bytes, and staging memory against local shard
+// bytes. Also: the device table, Mesh, shardings and plan of one process in 4,096- to 1,048,576-device meshes.
 #include <mpi.h>
 
 #include <CLI/CLI.hpp>
@@ -125,6 +125,63 @@ Row run_pattern(const std::string& name, const Shape& shape, const NamedSharding
   return r;
 }
 
+// Median and minimum of a set of times.
+struct Stat {
+  double min = 0, median = 0;
+};
+Stat stat_of(std::vector<double> t) {
+  std::sort(t.begin(), t.end());
+  return Stat{t.front(), t[t.size() / 2]};
+}
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Offline plan construction for process 12345 of an n x n mesh with one device per process (no MPI involved):
+// the device table, the Mesh (the table moved in, as make_mesh moves in its copy), the two pencil NamedShardings
+// and the x -> y pencil ReshardPlan of a {4096, 4096, 4096} array of 8-byte elements, each timed separately, so the
+// growth with the mesh size shows against the growth of the peer count. "copy" is a copy of the table, what
+// make_mesh pays to take the runtime's table (20 MiB at 1,048,576 devices: mostly first-touch page faults).
+void plan_scaling(int reps) {
+  std::printf("\nplan construction, process 12345, pencil x->y of {4096,4096,4096} x 8 B; ms as min / median of %d\n",
+              reps);
+  std::printf("%-9s %9s %6s %17s %17s %17s %17s %17s %17s\n", "devices", "mesh", "peers", "device table", "Mesh",
+              "2 NamedShardings", "sum of these 3", "ReshardPlan", "copy of table");
+  for (int side : {64, 256, 1024}) {
+    std::vector<double> t_table, t_mesh, t_shardings, t_sum, t_plan, t_copy;
+    int peers = 0;
+    for (int k = 0; k < reps; ++k) {
+      auto t0 = std::chrono::steady_clock::now();
+      std::vector<Device> table = make_device_table(std::vector<int>(static_cast<std::size_t>(side) * side, 1));
+      t_table.push_back(ms_since(t0));
+      t0 = std::chrono::steady_clock::now();
+      std::vector<Device> copy = table;
+      t_copy.push_back(ms_since(t0));
+      t0 = std::chrono::steady_clock::now();
+      Mesh mesh(std::move(table), {side, side}, {"r", "c"});
+      t_mesh.push_back(ms_since(t0));
+      t0 = std::chrono::steady_clock::now();
+      NamedSharding x(mesh, P{none, "r", "c"}), y(mesh, P{"r", none, "c"});
+      t_shardings.push_back(ms_since(t0));
+      t_sum.push_back(t_table.back() + t_mesh.back() + t_shardings.back());
+      t0 = std::chrono::steady_clock::now();
+      ReshardPlan plan(x, y, {4096, 4096, 4096}, 8, 12345 % (side * side));
+      t_plan.push_back(ms_since(t0));
+      peers = plan.stats().send_peers + plan.stats().recv_peers;
+    }
+    char mesh_name[32];
+    std::snprintf(mesh_name, sizeof mesh_name, "%dx%d", side, side);
+    std::printf("%-9d %9s %6d", side * side, mesh_name, peers);
+    for (const auto* t : {&t_table, &t_mesh, &t_shardings, &t_sum, &t_plan, &t_copy}) {
+      const Stat st = stat_of(*t);
+      std::printf(" %8.3f /%7.3f", st.min, st.median);
+    }
+    std::printf("\n");
+    std::fflush(stdout);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -133,9 +190,15 @@ int main(int argc, char** argv) {
   std::vector<int> sizes{64, 256, 1024};
   int reps = 5;
   bool no_fftw = false;
-  app.add_option("--sizes", sizes, "global array sizes in MiB (doubles), comma-separated")->delimiter(',')->check(CLI::PositiveNumber);
+  bool plan_only = false;
+  int plan_reps = 7;
+  app.add_option("--sizes", sizes, "global array sizes in MiB (doubles), comma-separated")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber);
   app.add_option("--reps", reps, "repetitions; the best (max over processes) is reported")->check(CLI::PositiveNumber);
   app.add_flag("--no-fftw", no_fftw, "skip the FFTW-MPI baseline");
+  app.add_flag("--plan-only", plan_only, "only time plan construction in large meshes (no data moves)");
+  app.add_option("--plan-reps", plan_reps, "repetitions of the plan-construction timings")->check(CLI::PositiveNumber);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -151,9 +214,10 @@ int main(int argc, char** argv) {
   if (root)
     std::printf("# bench/reshard: %d process(es) x %d host device(s), reps %d, backend %s\n", np, local_device_count(),
                 reps, to_string(backend()));
-  if (root) print_header();
+  if (root && !plan_only) print_header();
   Mesh line = make_mesh({nd}, {"x"});
   Mesh grid = make_mesh({nd, 1}, {"r", "c"});
+  if (plan_only) sizes.clear();
   for (int mib : sizes) {
     const int64_t elems = static_cast<int64_t>(mib) * (1 << 20) / 8;
     // 2-D row blocks -> column blocks of a square-ish matrix.
@@ -180,18 +244,6 @@ int main(int argc, char** argv) {
                              reps, fftw3);
     if (root) print_row(r3);
   }
-  // Plan construction for one process of a 65,536-device mesh (one device per process, 256 x 256 pencils).
-  if (root) {
-    const auto table = make_device_table(std::vector<int>(65536, 1));
-    Mesh big(table, {256, 256}, {"r", "c"});
-    NamedSharding x(big, P{none, "r", "c"}), y(big, P{"r", none, "c"});
-    double best = 1e300;
-    for (int k = 0; k < 5; ++k) {
-      const auto t0 = std::chrono::steady_clock::now();
-      ReshardPlan plan(x, y, {4096, 4096, 4096}, 8, 12345);
-      best = std::min(best, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-    }
-    std::printf("plan construction, 1 process of a 65,536-device mesh (256x256 pencils): %.2f ms (best of 5)\n", best);
-  }
+  if (root) plan_scaling(plan_reps);
   return 0;
 }

@@ -1,9 +1,13 @@
 // ReshardPlan built offline for every process of simulated layouts: every destination box is tiled exactly once,
 // every piece lies inside its source's block, and what one process plans to send its peer plans to receive.
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <cstdlib>
 #include <map>
+#include <new>
 #include <random>
+#include <set>
 
 #include "darray/redistribute/detail/messages.hpp"
 #include "darray/redistribute/plan.hpp"
@@ -14,7 +18,64 @@
 using namespace darray;
 using darray::testing::random_mesh;
 
+// Bytes allocated while `counting` is set: a plan that sized anything by the mesh (a per-process color table, a
+// copy of the device list) would allocate at least a byte per device, which a structural test can see.
 namespace {
+std::atomic<bool> counting{false};
+std::atomic<std::size_t> counted_bytes{0};
+}  // namespace
+
+void* operator new(std::size_t n) {
+  if (counting.load(std::memory_order_relaxed)) counted_bytes += n;
+  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+
+namespace {
+
+// The mesh-axis groups as the plan first computed them, by visiting every device: the stable axes' coordinates
+// name a device's group; a process's color is its devices' group, and there are no colors when some process spans
+// two groups, when only one group exists, or when nothing moves or everything may.
+std::vector<int> reference_colors(const NamedSharding& src, const NamedSharding& dst) {
+  const Mesh& mesh = src.mesh();
+  if (!(mesh == dst.mesh())) return {};
+  auto dim_of = [](const PartitionSpec& spec, const std::string& axis) -> int {
+    for (std::size_t d = 0; d < spec.size(); ++d)
+      for (const auto& a : spec[d])
+        if (a == axis) return static_cast<int>(d);
+    return -1;
+  };
+  std::vector<int> stable;
+  bool moving = false;
+  for (int a = 0; a < mesh.ndim(); ++a) {
+    const std::string& name = mesh.axis_names()[static_cast<std::size_t>(a)];
+    const int ds = dim_of(src.spec(), name), dd = dim_of(dst.spec(), name);
+    if ((ds < 0 && dd < 0) ||
+        (ds >= 0 && ds == dd && src.spec()[static_cast<std::size_t>(ds)] == dst.spec()[static_cast<std::size_t>(dd)]))
+      stable.push_back(a);
+    else
+      moving = true;
+  }
+  if (!moving || stable.empty()) return {};
+  std::map<int, int> color_of;
+  std::set<int> distinct;
+  for (int64_t pos = 0; pos < mesh.size(); ++pos) {
+    int color = 0;
+    for (int a : stable)
+      color =
+          color * static_cast<int>(mesh.shape()[static_cast<std::size_t>(a)]) + static_cast<int>(mesh.coord(pos, a));
+    const int p = mesh.devices()[static_cast<std::size_t>(pos)].process_index;
+    if (color_of.count(p) && color_of[p] != color) return {};
+    color_of[p] = color;
+    distinct.insert(color);
+  }
+  if (distinct.size() < 2) return {};
+  std::vector<int> colors(static_cast<std::size_t>(color_of.rbegin()->first) + 1, -1);
+  for (const auto& [p, c] : color_of) colors[static_cast<std::size_t>(p)] = c;
+  return colors;
+}
 
 struct Layout {
   std::vector<Device> devices;
@@ -31,7 +92,8 @@ std::string check_plans(const NamedSharding& src, const NamedSharding& dst, cons
   for (int p = 0; p < processes; ++p) plans.emplace_back(src, dst, shape, 8, p);
   // Coverage: count how often each destination element of each destination device is written.
   std::map<int, std::vector<int>> cover;
-  for (const auto& [d, box] : dst.devices_indices_map(shape)) cover[d.id].assign(static_cast<std::size_t>(volume(box)), 0);
+  for (const auto& [d, box] : dst.devices_indices_map(shape))
+    cover[d.id].assign(static_cast<std::size_t>(volume(box)), 0);
   auto add_piece = [&](const PlanPiece& piece) -> std::string {
     const Index sbox = src.index(shape, piece.src);
     const Index dbox = dst.index(shape, piece.dst);
@@ -68,7 +130,8 @@ std::string check_plans(const NamedSharding& src, const NamedSharding& dst, cons
       // Symmetry: the peer's send list to p is identical, in the same order.
       const auto& theirs = plans[static_cast<std::size_t>(peer.process)].sends();
       auto it = std::find_if(theirs.begin(), theirs.end(), [&](const PeerPieces& s) { return s.process == p; });
-      if (it == theirs.end()) return "process " + std::to_string(peer.process) + " plans no send to " + std::to_string(p);
+      if (it == theirs.end())
+        return "process " + std::to_string(peer.process) + " plans no send to " + std::to_string(p);
       if (it->pieces.size() != peer.pieces.size() || it->elements != peer.elements) return "send/recv size mismatch";
       for (std::size_t k = 0; k < peer.pieces.size(); ++k)
         if (it->pieces[k].src != peer.pieces[k].src || it->pieces[k].dst != peer.pieces[k].dst ||
@@ -129,7 +192,8 @@ TEST_CASE("plan: pencil transposes stay inside mesh-axis groups") {
     ReshardPlan plan(a, b, shape, 16, 3);
     CHECK(plan.stats().sub_communicator);
     CHECK(plan.stats().moving_axes.size() == 1);
-    for (const auto& peer : plan.sends()) CHECK(plan.group_colors()[static_cast<std::size_t>(peer.process)] == plan.group_colors()[3]);
+    for (const auto& peer : plan.sends())
+      CHECK(plan.group_colors()[static_cast<std::size_t>(peer.process)] == plan.group_colors()[3]);
   }
   ReshardPlan xy(x, y, shape, 16, 0);
   CHECK(xy.stats().moving_axes == std::vector<std::string>{"r"});
@@ -180,6 +244,70 @@ TEST_CASE("plan: construction on a 65,536-device mesh costs O(peers)") {
   CHECK(plan.stats().send_peers == 255);
   CHECK(plan.stats().recv_peers == 255);
   WARN("plan construction for one process of 65,536: " << ms << " ms");
+}
+
+TEST_CASE("plan: mesh-axis group colors match a visit of every device") {
+  std::mt19937_64 rng(777);
+  int grouped = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    // Pencil transposes on 2-d meshes of at least 2 x 2 are the grouped case; random specs rarely are.
+    const bool pencils = trial % 2 == 0;
+    std::vector<int> counts(pencils ? 4 + 2 * (rng() % 2) : 1 + rng() % 6);
+    for (int& c : counts) c = pencils ? 1 + static_cast<int>(trial % 4 == 0) : 1 + static_cast<int>(rng() % 3);
+    auto table = make_device_table(counts);
+    if (!pencils && rng() % 2)
+      table.erase(table.begin(), table.begin() + static_cast<std::ptrdiff_t>(rng() % table.size()));
+    auto pencil_mesh = [&]() {
+      const auto n = static_cast<int64_t>(table.size());
+      std::vector<int64_t> rows;
+      for (int64_t k = 2; k <= n / 2; ++k)
+        if (n % k == 0) rows.push_back(k);
+      const int64_t k = rows[rng() % rows.size()];
+      if (rng() % 4 == 0) std::shuffle(table.begin(), table.end(), rng);
+      return Mesh(table, {k, n / k}, {"r", "c"});
+    };
+    const Mesh mesh = pencils ? pencil_mesh() : random_mesh(rng, table);
+    const std::size_t rank = pencils ? 3 : 1 + rng() % 3;
+    auto spec = [&]() -> PartitionSpec {
+      if (!pencils) return darray::testing::random_spec(rng, mesh.axis_names(), rank, true);
+      const std::string& r = mesh.axis_names()[0];
+      const std::string& c = mesh.axis_names()[1];
+      const std::vector<PartitionSpec> pencil{P{none, r, c}, P{r, none, c}, P{r, c, none}, P{c, r, none}};
+      return pencil[rng() % pencil.size()];
+    };
+    NamedSharding a(mesh, spec());
+    NamedSharding b(mesh, spec());
+    const std::vector<int> expected = reference_colors(a, b);
+    INFO("trial " << trial << ": " << a << " -> " << b);
+    const int process = mesh.process_indices()[rng() % mesh.process_indices().size()];
+    ReshardPlan plan(a, b, Shape(rank, 6), 8, process);
+    CHECK(plan.stats().sub_communicator == !expected.empty());
+    CHECK(plan.group_colors() == expected);
+    grouped += expected.empty() ? 0 : 1;
+  }
+  CHECK(grouped > 20);  // the grouped path was exercised, not only the world-communicator one
+}
+
+TEST_CASE("plan: one process's plan in a 1,048,576-device mesh allocates for its peers only") {
+  // One device per process, 1024 x 1024 pencils: 1023 send and 1023 receive peers, one piece each.
+  const Mesh mesh(make_device_table(std::vector<int>(1 << 20, 1)), {1024, 1024}, {"r", "c"});
+  NamedSharding x(mesh, P{none, "r", "c"}), y(mesh, P{"r", none, "c"});
+  counted_bytes = 0;
+  counting = true;
+  const ReshardPlan plan(x, y, {4096, 4096, 4096}, 8, 12345);
+  counting = false;
+  const std::size_t bytes = counted_bytes;
+  CHECK(plan.stats().send_peers == 1023);
+  CHECK(plan.stats().recv_peers == 1023);
+  CHECK(plan.stats().sub_communicator);
+  // Less than one byte per device of the mesh (the per-process color table alone was 4 MiB), and bounded per piece.
+  const std::size_t pieces = 1 + 2 * 1023;
+  INFO("plan allocated " << bytes << " bytes for " << pieces << " pieces");
+  CHECK(bytes < 512 * pieces);
+  CHECK(bytes < static_cast<std::size_t>(mesh.size()));
+  // The colors a sub-communicator split needs are built when asked for, one per process.
+  CHECK(plan.group_colors().size() == static_cast<std::size_t>(mesh.size()));
+  CHECK(plan.group_colors()[12345] == 12345 % 1024);
 }
 
 TEST_CASE("split_for_messages: parts tile the box in row-major order, each within the byte limit") {

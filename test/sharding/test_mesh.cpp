@@ -1,5 +1,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <map>
+#include <random>
 #include <sstream>
 #include <string>
 #include <unordered_set>
@@ -8,6 +10,7 @@
 #include "darray/runtime/device.hpp"
 #include "darray/sharding/mesh.hpp"
 #include "mpi_test.hpp"
+#include "random_layouts.hpp"
 
 using darray::Device;
 using darray::InvalidArgument;
@@ -133,4 +136,70 @@ TEST_CASE("Mesh: equality and hashing cover shape, names and device order") {
   CHECK(a != Mesh(make_device_table({8}), {4, 2}, {"a", "b"}));  // same ids, other processes
   std::unordered_set<Mesh> set{a, same, copy, Mesh(devices, {8}, {"a"}), Mesh(reversed, {4, 2}, {"a", "b"})};
   CHECK(set.size() == 3);
+}
+
+namespace {
+
+// The devices of each process and the axes that keep every process at one coordinate, by visiting every device.
+void check_process_index(const Mesh& mesh) {
+  std::map<int, std::vector<int64_t>> positions;
+  for (int64_t pos = 0; pos < mesh.size(); ++pos)
+    positions[mesh.devices()[static_cast<std::size_t>(pos)].process_index].push_back(pos);
+  for (int p = -1; p <= (positions.empty() ? 0 : positions.rbegin()->first + 1); ++p) {
+    INFO(mesh << ", process " << p);
+    const auto it = positions.find(p);
+    CHECK(mesh.process_positions(p) == (it == positions.end() ? std::vector<int64_t>{} : it->second));
+  }
+  for (int a = 0; a < mesh.ndim(); ++a) {
+    bool constant = true;
+    for (const auto& [p, list] : positions)
+      for (int64_t pos : list) constant = constant && mesh.coord(pos, a) == mesh.coord(list.front(), a);
+    INFO(mesh << ", axis " << a);
+    CHECK(mesh.coordinate_constant_per_process(a) == constant);
+  }
+  for (const Device& d : mesh.devices()) CHECK(mesh.devices()[static_cast<std::size_t>(mesh.position(d))] == d);
+}
+
+}  // namespace
+
+TEST_CASE("Mesh: process positions and per-process axes match a visit of every device") {
+  std::mt19937_64 rng(4242);
+  for (int trial = 0; trial < 300; ++trial) {
+    std::vector<int> counts(1 + rng() % 5);
+    for (int& c : counts) c = static_cast<int>(rng() % 4);  // processes without devices too
+    auto table = make_device_table(counts);
+    if (table.empty()) continue;
+    const int kind = static_cast<int>(rng() % 3);
+    if (kind == 1) std::shuffle(table.begin(), table.end(), rng);  // not process-major, not in id order
+    if (kind == 2)
+      for (Device& d : table) d.id = d.id * 1000003 + 7;  // ids too sparse for a table by id
+    if (rng() % 2) table.erase(table.begin(), table.begin() + static_cast<std::ptrdiff_t>(rng() % table.size()));
+    const Mesh mesh = darray::testing::random_mesh(rng, table);
+    check_process_index(mesh);
+  }
+}
+
+TEST_CASE("Mesh: every position index rejects a repeated device and a foreign one") {
+  for (int stride : {1, 1000003}) {
+    auto table = make_device_table({2, 2});
+    for (Device& d : table) d.id *= stride;
+    std::vector<Device> twice{table[2], table[0], table[1], table[2]};
+    CHECK_THROWS_WITH(Mesh(twice, {4}, {"x"}), Catch::Contains("is given twice (positions 0 and 3)"));
+    std::vector<Device> swapped{table[1], table[0], table[2], table[3]};
+    const Mesh mesh(swapped, {4}, {"x"});
+    CHECK(mesh.position(table[0]) == 1);
+    Device other = table[0];
+    other.process_index = 5;  // same id, another device table's device
+    CHECK(!mesh.contains(other));
+    Device absent = table[3];
+    absent.id += 1;
+    CHECK(!mesh.contains(absent));
+  }
+  const auto table = make_device_table({2, 2});
+  const Mesh in_order(std::vector<Device>(table.begin(), table.begin() + 2), {2}, {"x"});
+  CHECK(in_order.contains(table[1]));
+  CHECK(!in_order.contains(table[2]));  // an id past the mesh, in an id-ordered mesh
+  Device other = table[1];
+  other.local_index = 3;
+  CHECK(!in_order.contains(other));
 }

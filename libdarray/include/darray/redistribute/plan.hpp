@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -44,24 +45,26 @@ struct PeerPieces {
 };
 
 struct ReshardStats {
-  int64_t bytes_kept = 0;      // moved between devices of this process (or kept in place)
+  int64_t bytes_kept = 0;  // moved between devices of this process (or kept in place)
   int64_t bytes_sent = 0;
   int64_t bytes_received = 0;
-  int send_peers = 0;          // distinct remote processes
+  int send_peers = 0;  // distinct remote processes
   int recv_peers = 0;
-  bool sub_communicator = false;  // exchange runs on a mesh-axis-group communicator
+  bool sub_communicator = false;         // exchange runs on a mesh-axis-group communicator
   std::vector<std::string> moving_axes;  // mesh axes whose role changes (when the meshes are equal)
 };
 
 class ReshardPlan {
-public:
+ public:
   // Plans the reshard of an array of `shape` and element size `element_bytes` from `src` to `dst`, as seen by
   // process `process` (defaults to this process in redistribute/reshard.hpp; any process index works offline).
   ReshardPlan(NamedSharding src, NamedSharding dst, Shape shape, std::size_t element_bytes, int process)
-      : m_src(std::move(src)), m_dst(std::move(dst)), m_shape(std::move(shape)), m_element_bytes(element_bytes),
+      : m_src(std::move(src)),
+        m_dst(std::move(dst)),
+        m_shape(std::move(shape)),
+        m_element_bytes(element_bytes),
         m_process(process) {
-    validate();
-    build();
+    build(validate());
   }
 
   const NamedSharding& src() const { return m_src; }
@@ -77,23 +80,35 @@ public:
   const std::vector<PeerPieces>& recvs() const { return m_recvs; }
   const ReshardStats& stats() const { return m_stats; }
   // One color per process of the job when the exchange runs on mesh-axis-group sub-communicators, else empty.
-  const std::vector<int>& group_colors() const { return m_group_colors; }
+  // Computed on first use (O(processes), once per plan); building the plan visits only this process's peers.
+  const std::vector<int>& group_colors() const {
+    static const std::vector<int> none;
+    if (!m_groups) return none;
+    std::call_once(m_groups->once,
+                   [this] { m_groups->colors = detail::group_colors(m_src.mesh(), m_groups->stable_axes); });
+    return m_groups->colors;
+  }
 
-private:
+ private:
   friend const detail::ReshardEngine& detail::reshard_engine(const ReshardPlan& plan);
 
-  void validate() const {
+  // Returns whether the two meshes are equal (O(1) for copies of one Mesh), which the grouping needs too.
+  bool validate() const {
     m_src.check_shape(m_shape);
     m_dst.check_shape(m_shape);
     const auto& a = m_src.mesh();
     const auto& b = m_dst.mesh();
+    // Copies of one Mesh, or equal meshes, need no look-up per device.
+    const bool equal = a == b;
     bool same_set = a.size() == b.size();
-    for (std::size_t i = 0; same_set && i < b.devices().size(); ++i) same_set = a.contains(b.devices()[i]);
+    if (same_set && !equal)
+      for (std::size_t i = 0; same_set && i < b.devices().size(); ++i) same_set = a.contains(b.devices()[i]);
     DARRAY_THROW_IF(!same_set, InvalidArgument, "reshard",
                     "source mesh " << a << " and destination mesh " << b
                                    << " are over different device sets; a reshard keeps the devices and moves data "
                                       "between them, so both meshes must hold the same devices");
     DARRAY_THROW_IF(m_element_bytes == 0, InvalidArgument, "reshard", "element size 0; expected a positive size");
+    return equal;
   }
 
   // Per-dim parts of `sharding` overlapping `box`, as ranges; the Cartesian product enumerates the blocks.
@@ -138,8 +153,7 @@ private:
     return parts;
   }
 
-  void add(PlanPiece&& piece, std::unordered_map<int, std::size_t>& slot, std::vector<PeerPieces>& peers,
-           int peer) {
+  void add(PlanPiece&& piece, std::unordered_map<int, std::size_t>& slot, std::vector<PeerPieces>& peers, int peer) {
     auto it = slot.find(peer);
     if (it == slot.end()) {
       it = slot.emplace(peer, peers.size()).first;
@@ -150,13 +164,15 @@ private:
     p.pieces.push_back(std::move(piece));
   }
 
-  void build() {
+  void build(bool meshes_equal) {
     const std::size_t rank = m_shape.size();
-    std::vector<Device> mine_src, mine_dst;
-    for (const Device& d : m_src.mesh().devices())
-      if (d.process_index == m_process) mine_src.push_back(d);
-    for (const Device& d : m_dst.mesh().devices())
-      if (d.process_index == m_process) mine_dst.push_back(d);
+    auto mine = [&](const Mesh& mesh) {
+      std::vector<Device> out;
+      for (int64_t pos : mesh.process_positions(m_process))
+        out.push_back(mesh.devices()[static_cast<std::size_t>(pos)]);
+      return out;
+    };
+    const std::vector<Device> mine_src = mine(m_src.mesh()), mine_dst = mine(m_dst.mesh());
     std::unordered_map<int, std::size_t> send_slot, recv_slot;
 
     // Receives (and local pieces): every block of every local destination device, from its chosen source.
@@ -208,18 +224,20 @@ private:
     m_stats.send_peers = static_cast<int>(m_sends.size());
     m_stats.recv_peers = static_cast<int>(m_recvs.size());
 
-    const detail::MovingAxisGroups groups = detail::moving_axis_groups(m_src, m_dst);
+    const detail::MovingAxisGroups groups = detail::moving_axis_groups(m_src, m_dst, meshes_equal);
     m_stats.moving_axes = groups.moving_axes;
-    if (!groups.colors.empty()) {
+    if (groups.grouped) {
       // The grouping is a property of the shardings; check that this process's pieces respect it (they do by
       // construction of ReplicaChooser; a violation is a bug, reported loudly rather than deadlocking).
-      auto color = [&](int p) { return groups.colors[static_cast<std::size_t>(p)]; };
+      const Mesh& mesh = m_src.mesh();
+      auto color = [&](const Device& d) { return detail::group_color(mesh, groups.stable_axes, mesh.position(d)); };
       for (const auto* list : {&m_sends, &m_recvs})
         for (const PeerPieces& p : *list)
-          DARRAY_THROW_IF(color(p.process) != color(m_process), Error, "ReshardPlan",
-                          "internal: piece between processes " << m_process << " and " << p.process
-                                                               << " crosses mesh-axis groups");
-      m_group_colors = groups.colors;
+          for (const PlanPiece& piece : p.pieces)
+            DARRAY_THROW_IF(color(piece.src) != color(piece.dst), Error, "ReshardPlan",
+                            "internal: piece between processes " << m_process << " and " << p.process
+                                                                 << " crosses mesh-axis groups");
+      m_groups = std::make_shared<detail::LazyGroupColors>(groups.stable_axes);
       m_stats.sub_communicator = true;
     }
   }
@@ -233,7 +251,7 @@ private:
   std::vector<PeerPieces> m_sends;
   std::vector<PeerPieces> m_recvs;
   ReshardStats m_stats;
-  std::vector<int> m_group_colors;
+  std::shared_ptr<detail::LazyGroupColors> m_groups;  // null when the exchange runs on the world communicator
   mutable std::shared_ptr<const detail::ReshardEngine> m_engine;  // built on first execution, shared by copies
 };
 

@@ -20,7 +20,7 @@ struct Device {
   int process_index = 0;  // the MPI rank that owns it
   int local_index = 0;    // position among its process's devices
   DeviceKind kind = DeviceKind::cpu;
-  int gpu_ordinal = -1;   // CUDA device ordinal for cuda devices, -1 for host devices
+  int gpu_ordinal = -1;  // CUDA device ordinal for cuda devices, -1 for host devices
 
   friend bool operator==(const Device& a, const Device& b) {
     return a.id == b.id && a.process_index == b.process_index && a.local_index == b.local_index && a.kind == b.kind &&
@@ -31,7 +31,9 @@ struct Device {
 };
 
 // "cpu(id=3)" / "cuda(id=5)", as JAX prints devices.
-inline std::ostream& operator<<(std::ostream& os, const Device& d) { return os << to_string(d.kind) << "(id=" << d.id << ")"; }
+inline std::ostream& operator<<(std::ostream& os, const Device& d) {
+  return os << to_string(d.kind) << "(id=" << d.id << ")";
+}
 
 inline std::string to_string(const Device& d) {
   std::ostringstream os;
@@ -49,10 +51,14 @@ inline std::ostream& operator<<(std::ostream& os, const std::vector<Device>& ds)
 // Devices for a process table: counts[p] devices on process p, ids dense and process-major. Used by the runtime
 // after its allgather, and by offline planners (darray-shard) that simulate a layout without MPI.
 inline std::vector<Device> make_device_table(const std::vector<int>& counts, DeviceKind kind = DeviceKind::cpu) {
+  std::size_t total = 0;
+  for (int c : counts) total += c > 0 ? static_cast<std::size_t>(c) : 0;
   std::vector<Device> table;
+  table.reserve(total);
   int id = 0;
   for (std::size_t p = 0; p < counts.size(); ++p)
-    for (int l = 0; l < counts[p]; ++l) table.push_back(Device{id++, static_cast<int>(p), l, kind, kind == DeviceKind::cuda ? l : -1});
+    for (int l = 0; l < counts[p]; ++l)
+      table.push_back(Device{id++, static_cast<int>(p), l, kind, kind == DeviceKind::cuda ? l : -1});
   return table;
 }
 

@@ -1,12 +1,15 @@
 // Mesh: an N-d array of devices with one name per axis, as jax.sharding.Mesh. Immutable and shared, so copies are
-// O(1); a device's position is found through a map by id, so coords() is O(1) even on 65,536-device meshes.
+// O(1); a device's position and a process's devices are found through indexes built once, so the per-device and
+// per-process queries cost O(1) or O(that process's devices) even on 1,048,576-device meshes.
 #pragma once
 
 #include <algorithm>
+#include <climits>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <ostream>
 #include <string>
 #include <string_view>
@@ -27,9 +30,25 @@ struct MeshData {
   std::vector<Device> devices;  // row-major mesh order
   Shape shape;
   std::vector<std::string> axis_names;
-  Shape strides;                                 // row-major, in devices
-  std::unordered_map<int, int64_t> position_of;  // device id -> position in `devices`
-  std::vector<int> process_indices;              // sorted, distinct
+  Shape strides;  // row-major, in devices
+  // device id -> position in `devices`: none needed when devices[i].id == i (default_order, meshes in id order
+  // over a device table); else a table indexed by id when the ids are dense enough, -1 marking ids not in the
+  // mesh; else a hash map.
+  std::vector<int32_t> position_by_id;
+  std::unordered_map<int, int64_t> position_of;
+  // Sorted, distinct; built on first use for process-major meshes (a 1,048,576-process mesh need not pay for it).
+  mutable std::once_flag process_indices_once;
+  mutable std::vector<int> process_indices;
+  int64_t process_runs = 0;  // runs of equal process indices in mesh order
+  // Devices of each process. When process indices never decrease in mesh order (meshes over a process-major
+  // device table) a process's devices are one run of positions, found by binary search in `devices`; otherwise
+  // process_positions holds every position grouped by process (in mesh order within a group), the group of
+  // process_indices[k] at [process_begin[k], process_begin[k + 1]).
+  bool process_major = true;
+  std::vector<int64_t> process_begin;
+  std::vector<int64_t> process_positions;
+  std::vector<char> axis_constant_per_process;  // per axis: every process's devices share one coordinate
+  bool default_order = true;                    // devices[i].id == i for every i
   std::size_t hash = 0;
 };
 
@@ -42,22 +61,26 @@ class Mesh {
     auto data = std::make_shared<detail::MeshData>();
     validate(devices, shape, axis_names);
     data->strides = row_major_strides(shape);
-    data->position_of.reserve(devices.size());
-    for (std::size_t i = 0; i < devices.size(); ++i) {
-      const auto [it, fresh] = data->position_of.emplace(devices[i].id, static_cast<int64_t>(i));
-      DARRAY_THROW_IF(!fresh, InvalidArgument, "Mesh",
-                      "device " << devices[i] << " is given twice (positions " << it->second << " and " << i
-                                << "); each device may appear in a mesh once");
-      data->process_indices.push_back(devices[i].process_index);
-    }
-    std::sort(data->process_indices.begin(), data->process_indices.end());
-    data->process_indices.erase(std::unique(data->process_indices.begin(), data->process_indices.end()),
-                                data->process_indices.end());
+    const auto n = static_cast<int64_t>(devices.size());
     std::size_t h = shape.size();
-    for (int64_t n : shape) detail::hash_combine(h, std::hash<int64_t>{}(n));
+    for (int64_t v : shape) detail::hash_combine(h, std::hash<int64_t>{}(v));
     for (const auto& name : axis_names) detail::hash_combine(h, std::hash<std::string>{}(name));
-    for (const auto& d : devices) detail::hash_combine(h, std::hash<Device>{}(d));
+    for (int64_t i = 0; i < n; ++i) {
+      const Device& d = devices[static_cast<std::size_t>(i)];
+      const bool first = i == 0;
+      const int previous = first ? 0 : devices[static_cast<std::size_t>(i - 1)].process_index;
+      data->default_order = data->default_order && d.id == i;
+      data->process_major = data->process_major && (first || d.process_index >= previous);
+      data->process_runs += first || d.process_index != previous ? 1 : 0;
+    }
+    // Devices hash by id; ids 0..n-1 in order are fully described by n, so such meshes skip the per-device pass.
+    if (data->default_order)
+      detail::hash_combine(h, std::hash<int64_t>{}(n));
+    else
+      for (const Device& d : devices) detail::hash_combine(h, std::hash<Device>{}(d));
     data->hash = h;
+    index_positions(*data, devices);
+    index_processes(*data, devices, shape);
     data->devices = std::move(devices);
     data->shape = std::move(shape);
     data->axis_names = std::move(axis_names);
@@ -122,7 +145,38 @@ class Mesh {
   const std::vector<int64_t>& strides() const { return m_data->strides; }
 
   // Sorted distinct processes that own mesh devices.
-  const std::vector<int>& process_indices() const { return m_data->process_indices; }
+  const std::vector<int>& process_indices() const {
+    std::call_once(m_data->process_indices_once, [this] {
+      for (const Device& d : m_data->devices)
+        if (m_data->process_indices.empty() || m_data->process_indices.back() != d.process_index)
+          m_data->process_indices.push_back(d.process_index);
+    });
+    return m_data->process_indices;
+  }
+
+  // Positions in devices() of the devices of `process`, in mesh order (empty when it owns none). O(its devices +
+  // log of the process count), never O(mesh size).
+  std::vector<int64_t> process_positions(int process) const {
+    const auto& devs = m_data->devices;
+    std::vector<int64_t> out;
+    if (m_data->process_major) {
+      const auto lo =
+          std::partition_point(devs.begin(), devs.end(), [&](const Device& d) { return d.process_index < process; });
+      for (auto it = lo; it != devs.end() && it->process_index == process; ++it) out.push_back(it - devs.begin());
+      return out;
+    }
+    const auto& procs = process_indices();
+    const auto k = std::lower_bound(procs.begin(), procs.end(), process) - procs.begin();
+    if (k == static_cast<std::ptrdiff_t>(procs.size()) || procs[static_cast<std::size_t>(k)] != process) return out;
+    const auto first = m_data->process_positions.begin() + m_data->process_begin[static_cast<std::size_t>(k)];
+    const auto last = m_data->process_positions.begin() + m_data->process_begin[static_cast<std::size_t>(k) + 1];
+    return std::vector<int64_t>(first, last);
+  }
+  // True when the devices of every process share one coordinate along mesh axis `axis`, so that groups of devices
+  // split along the other axes never split a process.
+  bool coordinate_constant_per_process(int axis) const {
+    return m_data->axis_constant_per_process[static_cast<std::size_t>(axis)] != 0;
+  }
 
   // "Mesh('x': 4, 'y': 2)" as JAX prints meshes; device ids are added when they are not 0..size-1 in order, so
   // meshes that compare unequal never print alike (long lists are cut short).
@@ -130,10 +184,7 @@ class Mesh {
     std::string out = "Mesh(";
     for (std::size_t a = 0; a < m_data->shape.size(); ++a)
       out += (a ? ", " : "") + detail::python_repr(m_data->axis_names[a]) + ": " + std::to_string(m_data->shape[a]);
-    bool default_order = true;
-    for (std::size_t i = 0; default_order && i < m_data->devices.size(); ++i)
-      default_order = m_data->devices[i].id == static_cast<int>(i);
-    if (!default_order) {
+    if (!m_data->default_order) {
       constexpr std::size_t shown = 16;
       out += ", device_ids=[";
       for (std::size_t i = 0; i < m_data->devices.size() && i < shown; ++i)
@@ -187,10 +238,99 @@ class Mesh {
   }
 
   int64_t position_or_minus_one(const Device& d) const {
-    const auto it = m_data->position_of.find(d.id);
-    if (it == m_data->position_of.end()) return -1;
+    int64_t pos = -1;
+    if (m_data->default_order) {
+      if (d.id >= 0 && d.id < size()) pos = d.id;
+    } else if (!m_data->position_by_id.empty()) {
+      if (d.id >= 0 && static_cast<std::size_t>(d.id) < m_data->position_by_id.size())
+        pos = m_data->position_by_id[static_cast<std::size_t>(d.id)];
+    } else {
+      const auto it = m_data->position_of.find(d.id);
+      if (it != m_data->position_of.end()) pos = it->second;
+    }
     // Same id, other process or kind: a device of some other device table, not this mesh's.
-    return m_data->devices[static_cast<std::size_t>(it->second)] == d ? it->second : -1;
+    return pos >= 0 && m_data->devices[static_cast<std::size_t>(pos)] == d ? pos : -1;
+  }
+
+  // The id -> position index; throws on a device given twice.
+  static void index_positions(detail::MeshData& data, const std::vector<Device>& devices) {
+    if (data.default_order) return;  // ids 0..n-1 in order: distinct, and the id is the position
+    const auto n = static_cast<int64_t>(devices.size());
+    int min_id = 0, max_id = -1;
+    for (const Device& d : devices) {
+      min_id = std::min(min_id, d.id);
+      max_id = std::max(max_id, d.id);
+    }
+    auto twice = [&](int64_t first, int64_t second) {
+      DARRAY_THROW(InvalidArgument, "Mesh",
+                   "device " << devices[static_cast<std::size_t>(second)] << " is given twice (positions " << first
+                             << " and " << second << "); each device may appear in a mesh once");
+    };
+    // A table by id costs at most a few words per device when ids are dense, as device tables make them.
+    if (min_id >= 0 && static_cast<int64_t>(max_id) < 2 * n + 1024 && n <= INT32_MAX) {
+      data.position_by_id.assign(static_cast<std::size_t>(max_id) + 1, -1);
+      for (int64_t i = 0; i < n; ++i) {
+        int32_t& slot = data.position_by_id[static_cast<std::size_t>(devices[static_cast<std::size_t>(i)].id)];
+        if (slot >= 0) twice(slot, i);
+        slot = static_cast<int32_t>(i);
+      }
+      return;
+    }
+    data.position_of.reserve(devices.size());
+    for (int64_t i = 0; i < n; ++i) {
+      const auto [it, fresh] = data.position_of.emplace(devices[static_cast<std::size_t>(i)].id, i);
+      if (!fresh) twice(it->second, i);
+    }
+  }
+
+  // The per-process groups (and process_indices) when the mesh is not process-major, and which axes keep every
+  // process at one coordinate.
+  static void index_processes(detail::MeshData& data, const std::vector<Device>& devices, const Shape& shape) {
+    const auto n = static_cast<int64_t>(devices.size());
+    const std::size_t ndim = shape.size();
+    data.axis_constant_per_process.assign(ndim, 1);
+    if (data.process_major) {
+      // Each process is one run [b, e) of positions; its coordinate along an axis is constant exactly when the
+      // run's ends share the quotient by the axis stride (or the axis has size 1).
+      if (data.process_runs == n) return;  // one device per process
+      int64_t b = 0;
+      for (int64_t i = 1; i <= n; ++i) {
+        if (i < n && devices[static_cast<std::size_t>(i)].process_index ==
+                         devices[static_cast<std::size_t>(i - 1)].process_index)
+          continue;
+        for (std::size_t a = 0; a < ndim; ++a)
+          if (shape[a] > 1 && b / data.strides[a] != (i - 1) / data.strides[a]) data.axis_constant_per_process[a] = 0;
+        b = i;
+      }
+      return;
+    }
+    auto& procs = data.process_indices;
+    std::call_once(data.process_indices_once, [&] {
+      for (const Device& d : devices)
+        if (procs.empty() || procs.back() != d.process_index) procs.push_back(d.process_index);
+      std::sort(procs.begin(), procs.end());
+      procs.erase(std::unique(procs.begin(), procs.end()), procs.end());
+    });
+    auto group_of = [&](int p) {
+      return static_cast<std::size_t>(std::lower_bound(procs.begin(), procs.end(), p) - procs.begin());
+    };
+    data.process_begin.assign(procs.size() + 1, 0);
+    for (const Device& d : devices) ++data.process_begin[group_of(d.process_index) + 1];
+    for (std::size_t k = 0; k < procs.size(); ++k) data.process_begin[k + 1] += data.process_begin[k];
+    data.process_positions.resize(devices.size());
+    std::vector<int64_t> next(data.process_begin.begin(), data.process_begin.end() - 1);
+    for (int64_t i = 0; i < n; ++i)
+      data.process_positions[static_cast<std::size_t>(
+          next[group_of(devices[static_cast<std::size_t>(i)].process_index)]++)] = i;
+    for (std::size_t k = 0; k < procs.size(); ++k) {
+      const int64_t first = data.process_positions[static_cast<std::size_t>(data.process_begin[k])];
+      for (int64_t j = data.process_begin[k] + 1; j < data.process_begin[k + 1]; ++j) {
+        const int64_t pos = data.process_positions[static_cast<std::size_t>(j)];
+        for (std::size_t a = 0; a < ndim; ++a)
+          if ((pos / data.strides[a]) % shape[a] != (first / data.strides[a]) % shape[a])
+            data.axis_constant_per_process[a] = 0;
+      }
+    }
   }
 
   std::shared_ptr<const detail::MeshData> m_data;

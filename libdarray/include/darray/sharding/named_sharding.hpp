@@ -167,14 +167,13 @@ class NamedSharding {
     return out;
   }
   // The devices of `process` only, in mesh order (the offline form; the one-argument form is this process's).
+  // O(its devices), never O(mesh size).
   std::vector<std::pair<Device, Index>> addressable_devices_indices_map(const std::vector<int64_t>& shape,
                                                                         int process) const {
     check_shape(shape);
     std::vector<std::pair<Device, Index>> out;
-    for (int64_t pos = 0; pos < mesh().size(); ++pos) {
-      const Device& d = mesh().devices()[static_cast<std::size_t>(pos)];
-      if (d.process_index == process) out.emplace_back(d, index_at(shape, pos));
-    }
+    for (int64_t pos : mesh().process_positions(process))
+      out.emplace_back(mesh().devices()[static_cast<std::size_t>(pos)], index_at(shape, pos));
     return out;
   }
   // Defined in darray/sharding/make_mesh.hpp (it asks the runtime for process_index()).

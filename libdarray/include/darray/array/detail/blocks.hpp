@@ -50,7 +50,7 @@ inline void sort_local_order(std::vector<DeviceBlock>& devs) {
             [](const DeviceBlock& a, const DeviceBlock& b) { return a.device.local_index < b.device.local_index; });
 }
 
-// `process`'s mesh devices with their boxes, in local-device order. O(mesh size).
+// `process`'s mesh devices with their boxes, in local-device order. O(its devices).
 inline std::vector<DeviceBlock> process_device_blocks(const NamedSharding& sharding, const Shape& shape, int process) {
   std::vector<DeviceBlock> devs;
   for (auto& [device, index] : sharding.addressable_devices_indices_map(shape, process))

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "darray/sharding/named_sharding.hpp"
@@ -14,15 +16,19 @@ namespace detail {
 
 struct MovingAxisGroups {
   std::vector<std::string> moving_axes;
-  std::vector<int> colors;  // indexed by process; -1 for processes outside the mesh; empty: no useful grouping
+  std::vector<int> stable_axes;  // mesh axes whose coordinates name the groups, in mesh-axis order
+  bool grouped = false;          // several groups, each process inside one: a sub-communicator per group
 };
 
 // An axis is stable when it partitions the same dim the same way in both specs (identical entry) or is unused by
-// both; data then never crosses between different coordinates along it. Everything else moves.
-inline MovingAxisGroups moving_axis_groups(const NamedSharding& src, const NamedSharding& dst) {
+// both; data then never crosses between different coordinates along it. Everything else moves. O(mesh axes): the
+// mesh knows which axes keep every process at one coordinate, so no device is visited.
+// meshes_equal: src.mesh() == dst.mesh(), which the caller has already compared (O(devices) unless the meshes are
+// copies of one Mesh).
+inline MovingAxisGroups moving_axis_groups(const NamedSharding& src, const NamedSharding& dst, bool meshes_equal) {
   MovingAxisGroups g;
   const Mesh& mesh = src.mesh();
-  if (!(mesh == dst.mesh())) return g;
+  if (!meshes_equal) return g;
   const auto entry_of = [](const PartitionSpec& spec, const std::string& axis, std::size_t& dim) -> bool {
     for (std::size_t d = 0; d < spec.size(); ++d)
       for (const auto& a : spec[d])
@@ -32,46 +38,53 @@ inline MovingAxisGroups moving_axis_groups(const NamedSharding& src, const Named
         }
     return false;
   };
-  std::vector<int> stable;
   for (int a = 0; a < mesh.ndim(); ++a) {
     const std::string& name = mesh.axis_names()[static_cast<std::size_t>(a)];
     std::size_t ds = 0, dd = 0;
     const bool in_src = entry_of(src.spec(), name, ds), in_dst = entry_of(dst.spec(), name, dd);
     const bool same = (!in_src && !in_dst) || (in_src && in_dst && ds == dd && src.spec()[ds] == dst.spec()[dd]);
     if (same)
-      stable.push_back(a);
+      g.stable_axes.push_back(a);
     else
       g.moving_axes.push_back(name);
   }
-  if (g.moving_axes.empty() || stable.empty()) return g;  // nothing moves, or everything may move: world comm
-  int max_process = 0;
-  for (int p : mesh.process_indices()) max_process = std::max(max_process, p);
-  std::vector<int> colors(static_cast<std::size_t>(max_process) + 1, -1);
-  int distinct = 0;
-  std::vector<char> seen;
-  const Shape& mshape = mesh.shape();
-  const Shape& strides = mesh.strides();
-  const auto& devices = mesh.devices();
-  for (std::size_t pos = 0; pos < devices.size(); ++pos) {
-    const Device& d = devices[pos];
-    int64_t color = 0;
-    for (int a : stable) {
-      const auto k = static_cast<std::size_t>(a);
-      color = color * mshape[k] + (static_cast<int64_t>(pos) / strides[k]) % mshape[k];
-    }
-    int& slot = colors[static_cast<std::size_t>(d.process_index)];
-    if (slot == -1) {
-      slot = static_cast<int>(color);
-      if (seen.size() <= static_cast<std::size_t>(color)) seen.resize(static_cast<std::size_t>(color) + 1, 0);
-      distinct += seen[static_cast<std::size_t>(color)] ? 0 : 1;
-      seen[static_cast<std::size_t>(color)] = 1;
-    } else if (slot != color) {
-      return g;  // a process spans several groups: no sub-communicator can hold its exchange alone
-    }
+  if (g.moving_axes.empty() || g.stable_axes.empty()) return g;  // nothing moves, or everything may move: world comm
+  int64_t groups = 1;
+  for (int a : g.stable_axes) {
+    // A process spanning several groups: no sub-communicator can hold its exchange alone.
+    if (!mesh.coordinate_constant_per_process(a)) return g;
+    groups *= mesh.shape()[static_cast<std::size_t>(a)];
   }
-  if (distinct > 1) g.colors = std::move(colors);
+  g.grouped = groups > 1;  // every combination of stable coordinates is a group with devices
   return g;
 }
+
+// The group of the device at `position`: its coordinates along the stable axes as a mixed-radix number.
+inline int64_t group_color(const Mesh& mesh, const std::vector<int>& stable_axes, int64_t position) {
+  int64_t color = 0;
+  for (int a : stable_axes) color = color * mesh.shape()[static_cast<std::size_t>(a)] + mesh.coord(position, a);
+  return color;
+}
+
+// One color per process up to the mesh's largest process index (-1 for processes outside the mesh), as the
+// sub-communicator split needs. O(mesh size): built once per plan, when its exchange first runs.
+inline std::vector<int> group_colors(const Mesh& mesh, const std::vector<int>& stable_axes) {
+  const auto& processes = mesh.process_indices();
+  std::vector<int> colors(processes.empty() ? 0 : static_cast<std::size_t>(processes.back()) + 1, -1);
+  const auto& devices = mesh.devices();
+  for (std::size_t pos = 0; pos < devices.size(); ++pos)
+    colors[static_cast<std::size_t>(devices[pos].process_index)] =
+        static_cast<int>(group_color(mesh, stable_axes, static_cast<int64_t>(pos)));
+  return colors;
+}
+
+// The colors of a grouped plan, computed on first use and shared by the plan's copies.
+struct LazyGroupColors {
+  explicit LazyGroupColors(std::vector<int> stable) : stable_axes(std::move(stable)) {}
+  std::vector<int> stable_axes;
+  std::once_flag once;
+  std::vector<int> colors;
+};
 
 }  // namespace detail
 }  // namespace darray
