@@ -70,8 +70,10 @@ class HaloPlan {
         m_boundaries(std::move(boundaries)),
         m_process(process) {
     validate();
-    for (const Device& d : m_sharding.mesh().devices())
-      if (d.process_index == m_process) m_local_devices.push_back(d);
+    // This process's devices only (a lookup in the Mesh), not a scan of the whole mesh.
+    const Mesh& mesh = m_sharding.mesh();
+    for (const int64_t pos : mesh.process_positions(m_process))
+      m_local_devices.push_back(mesh.devices()[static_cast<std::size_t>(pos)]);
     std::sort(m_local_devices.begin(), m_local_devices.end(),
               [](const Device& a, const Device& b) { return a.local_index < b.local_index; });
     for (std::size_t d = 0; d < m_shape.size(); ++d) {
