@@ -158,17 +158,17 @@ TEST_CASE("chunked bcast and allreduce") {
   bool ok = true;
   for (std::size_t bytes : {std::size_t(0), std::size_t(1), std::size_t(7), std::size_t(100003)}) {
     std::vector<std::byte> v = rank == root ? make_message(root, -1, bytes, bytes) : std::vector<std::byte>(bytes);
-    darray::bcast(comm, v.data(), bytes, root);
+    darray::detail::bcast(comm, v.data(), bytes, root);
     ok = ok && matches(v, root, -1, bytes);
   }
   std::vector<int64_t> a(10007);
   for (std::size_t i = 0; i < a.size(); ++i) a[i] = static_cast<int64_t>(i) * (rank + 1);
-  darray::allreduce(comm, a.data(), a.size(), MPI_SUM);
+  darray::detail::allreduce(comm, a.data(), a.size(), MPI_SUM);
   const int64_t factor = static_cast<int64_t>(size) * (size + 1) / 2;
   for (std::size_t i = 0; i < a.size(); ++i) ok = ok && a[i] == static_cast<int64_t>(i) * factor;
   // Out of place, doubles (8 bytes: a limit of 7 still moves one element per call).
   std::vector<double> x(3001, 1.0 + rank), y(3001, -1.0);
-  darray::allreduce(comm, x.data(), y.data(), x.size(), MPI_DOUBLE, MPI_MAX);
+  darray::detail::allreduce(comm, x.data(), y.data(), x.size(), MPI_DOUBLE, MPI_MAX);
   for (double v : y) ok = ok && v == static_cast<double>(size);
   REQUIRE(darray::testing::all_ok(ok));
 }

@@ -45,7 +45,7 @@ std::vector<T> broadcast_from_root(std::vector<T> host_data, int root) {
   std::uint64_t count = process_index() == root ? host_data.size() : 0;
   DARRAY_MPI_CHECK(MPI_Bcast(&count, 1, MPI_UINT64_T, root, comm));
   if (process_index() != root) host_data.assign(static_cast<std::size_t>(count), T{});
-  bcast(comm, host_data.data(), byte_count(static_cast<int64_t>(count), sizeof(T), api), root);
+  detail::bcast(comm, host_data.data(), byte_count(static_cast<int64_t>(count), sizeof(T), api), root);
   return host_data;
 }
 
@@ -56,7 +56,7 @@ void broadcast_from_root(T* data, std::size_t count, int root) {
   constexpr const char* api = "broadcast_from_root";
   detail::coll::check_broadcast_call<T>(root, std::to_string(count) + " elements, ");
   detail::check_root(api, root);
-  bcast(detail::world_comm(), data, byte_count(static_cast<int64_t>(count), sizeof(T), api), root);
+  detail::bcast(detail::world_comm(), data, byte_count(static_cast<int64_t>(count), sizeof(T), api), root);
 }
 
 }  // namespace darray

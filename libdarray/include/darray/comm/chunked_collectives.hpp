@@ -1,5 +1,6 @@
 // Broadcast and allreduce of any size_t length, issued as a sequence of MPI calls whose counts stay within
-// max_message_bytes(). Every process derives the same sequence from the same length, so the calls match.
+// max_message_bytes(). Every process derives the same sequence from the same length, so the calls match. Internal:
+// users who mix in their own MPI calls use darray::mpi_comm() with MPI itself.
 #pragma once
 
 #include <mpi.h>
@@ -14,6 +15,7 @@
 #include "darray/runtime/detail/mpi.hpp"
 
 namespace darray {
+namespace detail {
 
 // Broadcasts `bytes` bytes from root to every process of comm. Collective; `bytes` must be equal everywhere.
 inline void bcast(MPI_Comm comm, void* data, std::size_t bytes, int root) {
@@ -56,4 +58,5 @@ void allreduce(MPI_Comm comm, T* data, std::size_t count, MPI_Op op) {
   allreduce(comm, MPI_IN_PLACE, data, count, detail::mpi_datatype<T>(), op);
 }
 
+}  // namespace detail
 }  // namespace darray

@@ -64,7 +64,7 @@ void recv_elements(T* data, int64_t count, int source, int tag, const char* api)
 
 template <class T>
 void bcast_elements(T* data, int64_t count, int root, const char* api) {
-  ::darray::bcast(world_comm(), data, byte_count(count, sizeof(T), api), root);
+  ::darray::detail::bcast(world_comm(), data, byte_count(count, sizeof(T), api), root);
   ++transfer_stats_ref().broadcasts;
 }
 
