@@ -25,6 +25,9 @@ std::atomic<bool> counting{false};
 std::atomic<std::size_t> counted_bytes{0};
 }  // namespace
 
+// nvcc compiles a replaced operator new for the device too, where it cannot throw: CUDA builds leave it alone.
+#if !defined(__CUDACC__)
+#define DARRAY_TEST_COUNTS_ALLOCATIONS 1
 void* operator new(std::size_t n) {
   if (counting.load(std::memory_order_relaxed)) counted_bytes += n;
   if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
@@ -32,6 +35,7 @@ void* operator new(std::size_t n) {
 }
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+#endif
 
 namespace {
 
@@ -303,8 +307,12 @@ TEST_CASE("plan: one process's plan in a 1,048,576-device mesh allocates for its
   // Less than one byte per device of the mesh (the per-process color table alone was 4 MiB), and bounded per piece.
   const std::size_t pieces = 1 + 2 * 1023;
   INFO("plan allocated " << bytes << " bytes for " << pieces << " pieces");
+#if defined(DARRAY_TEST_COUNTS_ALLOCATIONS)
   CHECK(bytes < 512 * pieces);
   CHECK(bytes < static_cast<std::size_t>(mesh.size()));
+#else
+  WARN("SKIP: allocations are not counted in CUDA builds");
+#endif
   // The colors a sub-communicator split needs are built when asked for, one per process.
   CHECK(plan.group_colors().size() == static_cast<std::size_t>(mesh.size()));
   CHECK(plan.group_colors()[12345] == 12345 % 1024);
