@@ -71,7 +71,7 @@ int main(int argc, char** argv) {
   for (const int64_t cols : cols_list) {
     const Shape shape{nd * rows_per_device, cols};
     const HaloExchange<double, 2, Kokkos::HostSpace> halo(shape, NamedSharding(mesh, P("x")), {width, 0},
-                                                         {Boundary::periodic, Boundary::open});
+                                                          {Boundary::periodic, Boundary::open});
     auto padded = halo.allocate();
     const Stats lib = time_calls(reps, calls, [&] { halo.exchange(padded); });
     // The same padded blocks, exchanged by hand: row r of a padded block starts at r * cols.
@@ -80,8 +80,8 @@ int main(int argc, char** argv) {
     auto row = [&](int a, int64_t r) { return padded[static_cast<std::size_t>(a)].data.data() + r * cols; };
     const Stats hand = time_calls(reps, calls, [&] {
       for (int a = 0; a + 1 < k; ++a) {
-        std::memcpy(row(a + 1, 0), row(a, bottom), edge * 8);                        // a's last rows down
-        std::memcpy(row(a, rows_per_device + width), row(a + 1, top), edge * 8);     // a+1's first rows up
+        std::memcpy(row(a + 1, 0), row(a, bottom), edge * 8);                     // a's last rows down
+        std::memcpy(row(a, rows_per_device + width), row(a + 1, top), edge * 8);  // a+1's first rows up
       }
       const int last = k - 1;
       if (np == 1) {

@@ -71,7 +71,8 @@ int main(int argc, char** argv) {
     const auto bytes = static_cast<std::size_t>(volume(p.box)) * 8;
     const detail::CopyGeometry pack = detail::box_copy_geometry(whole, p.box, p.box);
     const detail::CopyGeometry unpack = detail::box_copy_geometry(p.box, whole, p.box);
-    const double t_pack = time_min(reps, [&] { detail::strided_copy<double, Space>(Exec(), block.data(), packed.data(), pack); });
+    const double t_pack =
+        time_min(reps, [&] { detail::strided_copy<double, Space>(Exec(), block.data(), packed.data(), pack); });
     const double t_unpack =
         time_min(reps, [&] { detail::strided_copy<double, Space>(Exec(), packed.data(), block.data(), unpack); });
     auto src = Kokkos::subview(packed, std::make_pair(std::size_t(0), bytes / 8));
@@ -94,7 +95,8 @@ int main(int argc, char** argv) {
     g.dst_stride[0] = n;
     g.dst_stride[1] = n * n;
     g.dst_stride[2] = 1;
-    const double t = time_min(reps, [&] { detail::strided_copy<double, Space>(Exec(), block.data(), packed.data(), g); });
+    const double t =
+        time_min(reps, [&] { detail::strided_copy<double, Space>(Exec(), block.data(), packed.data(), g); });
     const double t_copy = time_min(reps, [&] { Kokkos::deep_copy(copy, block); });
     const double bytes = static_cast<double>(total) * 8;
     if (process_index() == 0)

@@ -86,7 +86,8 @@ TEST_CASE("blocks of unequal shape where the operation needs equal ones") {
   if (n < 2) return;
   // 2n + 1 over n devices: blocks (3,) on cpu(id=0) and (2,) from the second device on.
   const auto a = operand<double, 1>({2 * n + 1}, line(P("x")));
-  const std::string first = "blocks along mesh axis \"x\" have unequal shapes: " + device_kind() + "(id=0) holds (3,) but " + device_kind() + "(id=";
+  const std::string first = "blocks along mesh axis \"x\" have unequal shapes: " + device_kind() +
+                            "(id=0) holds (3,) but " + device_kind() + "(id=";
   const std::string operand_text = "operand of shape (" + std::to_string(2 * n + 1) + ",) sharded PartitionSpec('x')";
   for (const auto& [api, fn] : std::vector<std::pair<std::string, std::function<void()>>>{
            {"psum", [&] { psum(a, "x"); }},
@@ -105,7 +106,8 @@ TEST_CASE("blocks of unequal shape where the operation needs equal ones") {
   // Chunks: one element per device cannot be cut into n pieces.
   const auto b = operand<float, 1>({n}, line(P("x")));
   const std::string chunks = "which does not split into " + std::to_string(n) + " equal chunks along mesh axis \"x\"";
-  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, psum_scatter(b, "x", 0), ("psum_scatter: dim = 0: the block of " + device_kind() + "(id=0)").c_str(),
+  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, psum_scatter(b, "x", 0),
+                            ("psum_scatter: dim = 0: the block of " + device_kind() + "(id=0)").c_str(),
                             chunks.c_str());
   DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, all_to_all(b, "x", -1, 0), "all_to_all: split_dim = 0", chunks.c_str());
 }

@@ -22,7 +22,8 @@ namespace darray {
 template <class T, int N, class M>
 DistributedArray<T, N, M> all_gather(const DistributedArray<T, N, M>& a, const std::string& axis, int dim, tiled_t) {
   constexpr const char* api = "all_gather";
-  detail::coll::check_collective_call(api, a, "\"" + axis + "\", dim=" + std::to_string(dim) + ", tiled");
+  detail::coll::check_collective_call(
+      api, a, [&] { return std::string("\"" + axis + "\", dim=" + std::to_string(dim) + ", tiled"); });
   const int x = detail::coll::resolve_axes(api, a.sharding().mesh(), {axis})[0];
   const int d = detail::coll::normalize_dim(api, "dim", dim, N);
   const auto plan = detail::coll::cached_plan(
@@ -37,7 +38,8 @@ template <class T, int N, class M>
 void all_gather(const DistributedArray<T, N, M>& a, const std::string& axis, int dim, tiled_t,
                 DistributedArray<T, N, M>& out) {
   constexpr const char* api = "all_gather";
-  detail::coll::check_collective_call(api, a, "\"" + axis + "\", dim=" + std::to_string(dim) + ", tiled");
+  detail::coll::check_collective_call(
+      api, a, [&] { return std::string("\"" + axis + "\", dim=" + std::to_string(dim) + ", tiled"); });
   const int x = detail::coll::resolve_axes(api, a.sharding().mesh(), {axis})[0];
   const int d = detail::coll::normalize_dim(api, "dim", dim, N);
   const auto plan = detail::coll::cached_plan(
@@ -56,7 +58,8 @@ DistributedArray<T, N + 1, M> all_gather(const DistributedArray<T, N, M>& a, con
                                          stacked_t) {
   static_assert(N < 8, "all_gather(stacked): the result would have more than 8 dims (Kokkos' limit)");
   constexpr const char* api = "all_gather";
-  detail::coll::check_collective_call(api, a, "\"" + axis + "\", dim=" + std::to_string(dim) + ", stacked");
+  detail::coll::check_collective_call(
+      api, a, [&] { return std::string("\"" + axis + "\", dim=" + std::to_string(dim) + ", stacked"); });
   const int x = detail::coll::resolve_axes(api, a.sharding().mesh(), {axis})[0];
   const int d = detail::coll::normalize_dim(api, "dim", dim, N + 1);
   const auto plan = detail::coll::cached_plan(
@@ -72,7 +75,8 @@ void all_gather(const DistributedArray<T, N, M>& a, const std::string& axis, int
                 DistributedArray<T, N + 1, M>& out) {
   static_assert(N < 8, "all_gather(stacked): the result would have more than 8 dims (Kokkos' limit)");
   constexpr const char* api = "all_gather";
-  detail::coll::check_collective_call(api, a, "\"" + axis + "\", dim=" + std::to_string(dim) + ", stacked");
+  detail::coll::check_collective_call(
+      api, a, [&] { return std::string("\"" + axis + "\", dim=" + std::to_string(dim) + ", stacked"); });
   const int x = detail::coll::resolve_axes(api, a.sharding().mesh(), {axis})[0];
   const int d = detail::coll::normalize_dim(api, "dim", dim, N + 1);
   const auto plan = detail::coll::cached_plan(

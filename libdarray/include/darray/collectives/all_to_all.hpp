@@ -28,9 +28,9 @@ template <class T, int N, class M>
 std::shared_ptr<const CollectivePlan> all_to_all_plan(const DistributedArray<T, N, M>& a, const std::string& axis,
                                                       int split_dim, int concat_dim) {
   constexpr const char* api = "all_to_all";
-  detail::coll::check_collective_call(
-      api, a,
-      "\"" + axis + "\", split_dim=" + std::to_string(split_dim) + ", concat_dim=" + std::to_string(concat_dim));
+  detail::coll::check_collective_call(api, a, [&] {
+    return "\"" + axis + "\", split_dim=" + std::to_string(split_dim) + ", concat_dim=" + std::to_string(concat_dim);
+  });
   const int x = detail::coll::resolve_axes(api, a.sharding().mesh(), {axis})[0];
   const int s = detail::coll::normalize_dim(api, "split_dim", split_dim, N);
   const int c = detail::coll::normalize_dim(api, "concat_dim", concat_dim, N);

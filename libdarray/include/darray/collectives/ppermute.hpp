@@ -26,7 +26,8 @@ template <class T, int N, class M>
 std::shared_ptr<const CollectivePlan> ppermute_plan(const DistributedArray<T, N, M>& a, const std::string& axis,
                                                     const std::vector<std::pair<int, int>>& perm) {
   constexpr const char* api = "ppermute";
-  detail::coll::check_collective_call(api, a, "\"" + axis + "\", perm=" + detail::coll::perm_text(perm));
+  detail::coll::check_collective_call(
+      api, a, [&] { return std::string("\"" + axis + "\", perm=" + detail::coll::perm_text(perm)); });
   const int x = detail::coll::resolve_axes(api, a.sharding().mesh(), {axis})[0];
   std::vector<int64_t> params{x};
   std::vector<std::pair<int64_t, int64_t>> pairs;

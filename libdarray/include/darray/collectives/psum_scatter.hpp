@@ -27,7 +27,8 @@ template <class T, int N, class M>
 std::shared_ptr<const CollectivePlan> psum_scatter_plan(const DistributedArray<T, N, M>& a, const std::string& axis,
                                                         int dim) {
   constexpr const char* api = "psum_scatter";
-  detail::coll::check_collective_call(api, a, "\"" + axis + "\", dim=" + std::to_string(dim));
+  detail::coll::check_collective_call(api, a,
+                                      [&] { return std::string("\"" + axis + "\", dim=" + std::to_string(dim)); });
   const std::vector<int> positions = detail::coll::resolve_axes(api, a.sharding().mesh(), {axis});
   const int d = detail::coll::normalize_dim(api, "dim", dim, N);
   const auto plan = detail::coll::cached_plan(
@@ -48,7 +49,8 @@ DistributedArray<T, N, M> psum_scatter(const DistributedArray<T, N, M>& a, const
 
 // The same into `out`, an array shaped and sharded as the result (e.g. a previous call's): no allocation.
 template <class T, int N, class M>
-void psum_scatter(const DistributedArray<T, N, M>& a, const std::string& axis, int dim, DistributedArray<T, N, M>& out) {
+void psum_scatter(const DistributedArray<T, N, M>& a, const std::string& axis, int dim,
+                  DistributedArray<T, N, M>& out) {
   const auto plan = detail::coll::psum_scatter_plan(a, axis, dim);
   detail::coll::execute_plan<N>("psum_scatter", *plan, a, /*reduction=*/true, detail::coll::ReduceOp::sum, out);
 }

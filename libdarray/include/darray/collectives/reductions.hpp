@@ -23,7 +23,7 @@ template <class T, int N, class M>
 std::shared_ptr<const CollectivePlan> reduction_plan(CollectiveCode code, ReduceOp op,
                                                      const DistributedArray<T, N, M>& a, const AxisNames& axes) {
   const char* api = to_string(op);
-  check_collective_call(api, a, quoted_list(axes.names()));
+  check_collective_call(api, a, [&] { return quoted_list(axes.names()); });
   const std::vector<int> positions = resolve_axes(api, a.sharding().mesh(), axes.names());
   const std::vector<int64_t> params(positions.begin(), positions.end());
   return cached_plan(PlanKey{static_cast<int>(code), a.sharding(), a.shape(), params},

@@ -15,6 +15,7 @@
 
 #include "darray/array/detail/block_io.hpp"
 #include "darray/array/detail/blocks.hpp"
+#include "darray/array/detail/box_copy.hpp"
 #include "darray/array/detail/view.hpp"
 #include "darray/array/distributed_array.hpp"
 #include "darray/comm/check.hpp"
@@ -22,7 +23,6 @@
 #include "darray/core/error.hpp"
 #include "darray/halo/detail/kernels.hpp"
 #include "darray/halo/plan.hpp"
-#include "darray/array/detail/box_copy.hpp"
 #include "darray/redistribute/detail/engine.hpp"
 #include "darray/runtime/detail/state.hpp"
 #include "darray/runtime/environment.hpp"
@@ -84,7 +84,8 @@ class HaloExchange {
         for (const HaloPiece& p : peer.pieces)
           darray::detail::add_peer_move(list.recvs, peer.process,
                                         darray::detail::make_move(p.region, {}, dst_region(p)));
-      m_engines.push_back(std::make_shared<const darray::detail::MoveEngine>(std::move(list), sizeof(T), "halo exchange"));
+      m_engines.push_back(
+          std::make_shared<const darray::detail::MoveEngine>(std::move(list), sizeof(T), "halo exchange"));
     }
   }
 

@@ -73,7 +73,7 @@ DistributedArray<detail::map_result_t<F, T, S>, N, M> map(const DistributedArray
 // map_indexed(a, KOKKOS_LAMBDA(darray::GlobalIndex<2> i, double x) { return i[0] == i[1] ? x : 0.0; }).
 template <class T, int N, class M, class F>
 DistributedArray<detail::map_result_t<F, GlobalIndex<N>, T>, N, M> map_indexed(const DistributedArray<T, N, M>& a,
-                                                                                F f) {
+                                                                               F f) {
   using U = detail::map_result_t<F, GlobalIndex<N>, T>;
   auto shards = detail::shards_like<U>(a, "darray::map_indexed", false);
   for (std::size_t k = 0; k < shards.size(); ++k) {

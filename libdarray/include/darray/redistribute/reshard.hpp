@@ -53,7 +53,8 @@ std::vector<Shard<T, N, M>> allocate_shards(const NamedSharding& sharding, const
 
 // Runs the plan's engine from the shards of `in` into `out` (both in local-device order of the mesh).
 template <class T, int N, class M>
-void run_reshard_engine(const ReshardPlan& plan, const DistributedArray<T, N, M>& in, std::vector<Shard<T, N, M>>& out) {
+void run_reshard_engine(const ReshardPlan& plan, const DistributedArray<T, N, M>& in,
+                        std::vector<Shard<T, N, M>>& out) {
   const ReshardEngine& e = reshard_engine(plan);
   const auto& shards = in.addressable_shards();
   std::vector<const T*> src(e.device_ids.size(), nullptr);
@@ -139,7 +140,8 @@ void execute(const ReshardPlan& plan, const DistributedArray<T, N, M>& in, Distr
 
 // The cached plan for moving arrays of `shape` and element type T from src to dst on this process.
 template <class T>
-std::shared_ptr<const ReshardPlan> reshard_plan(const NamedSharding& src, const NamedSharding& dst, const Shape& shape) {
+std::shared_ptr<const ReshardPlan> reshard_plan(const NamedSharding& src, const NamedSharding& dst,
+                                                const Shape& shape) {
   return detail::reshard_plan_cache().get(detail::ReshardPlanKey{src, dst, shape, sizeof(T)}, [&] {
     return std::make_shared<const ReshardPlan>(src, dst, shape, sizeof(T), process_index());
   });

@@ -121,6 +121,7 @@ public:
       DARRAY_LOG(debug, "shutdown agreement: all processes arrived after " << waited * 1e6 << " us");
     }
     // Cached communicators and plans go first: they hold MPI and Kokkos resources.
+    ++detail::environment_generation();
     while (!s.finalizers.empty()) {
       auto fn = std::move(s.finalizers.back());
       s.finalizers.pop_back();

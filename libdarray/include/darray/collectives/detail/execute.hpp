@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "darray/array/detail/block_cache.hpp"
+#include "darray/array/detail/box_copy.hpp"
 #include "darray/array/detail/view.hpp"
 #include "darray/array/distributed_array.hpp"
 #include "darray/collectives/detail/element_ops.hpp"
@@ -20,8 +22,6 @@
 #include "darray/comm/chunked_collectives.hpp"
 #include "darray/comm/limits.hpp"
 #include "darray/comm/mpi_transport.hpp"
-#include "darray/array/detail/block_cache.hpp"
-#include "darray/array/detail/box_copy.hpp"
 #include "darray/redistribute/detail/engine.hpp"
 
 namespace darray {
@@ -66,8 +66,8 @@ void on_host(Kokkos::View<T*, M> data, bool copy_back, Step&& step) {
 template <class T, class M, class Exec>
 Kokkos::View<T*, M> reduce_slots(const Exec& space, const CollectivePlan& plan, const ShardPointers<T>& shard,
                                  ReduceOp op) {
-  const auto slots = cached_view<Kokkos::View<T*, M>>("darray::collective slots",
-                                                     static_cast<std::size_t>(plan.slot_elements));
+  const auto slots =
+      cached_view<Kokkos::View<T*, M>>("darray::collective slots", static_cast<std::size_t>(plan.slot_elements));
   for (const Slot& slot : plan.slots) {
     T* dst = slots.data() + slot.offset;
     const int64_t n = volume(slot.shape);
@@ -80,7 +80,14 @@ Kokkos::View<T*, M> reduce_slots(const Exec& space, const CollectivePlan& plan, 
   }
   space.fence();  // MPI and NCCL read what the kernels wrote
   if (plan.colors.empty()) return slots;
-  Transport& t = reduce_transport<T, M>().group(plan.colors);
+  // The component's transport, looked up once per plan and Environment (Transport::group canonicalises the colors).
+  Transport& base = reduce_transport<T, M>();
+  const int which = base.backend() == Backend::nccl ? 1 : 0;
+  if (plan.reduce_group[which] == nullptr || plan.reduce_group_generation[which] != environment_generation()) {
+    plan.reduce_group[which] = &base.group(plan.colors);
+    plan.reduce_group_generation[which] = environment_generation();
+  }
+  Transport& t = *plan.reduce_group[which];
   if (plan.component_size == 1) return slots;
 #if defined(DARRAY_HAS_NCCL)
   if constexpr (nccl_reducible<T>()) {
@@ -158,16 +165,16 @@ template <class T, int R, class M>
 void check_kept_output(const char* api, const CollectivePlan& plan, const DistributedArray<T, R, M>& out) {
   DARRAY_THROW_IF(out.shape() != plan.out_shape || out.sharding() != plan.out_sharding, InvalidArgument, api,
                   "output array of shape " << shape_to_string(out.shape()) << " sharded as " << out.sharding()
-                                           << "; expected shape " << shape_to_string(plan.out_shape)
-                                           << " sharded as " << plan.out_sharding);
+                                           << "; expected shape " << shape_to_string(plan.out_shape) << " sharded as "
+                                           << plan.out_sharding);
 }
 
 // Runs the plan on operand a into the result blocks `out` (one per target, in target order). reduction: slots
 // carry the data (psum, pmax, pmin, psum_scatter), else pieces do. `fresh`: the blocks were just allocated (zero
 // fill done by the allocation).
 template <int R, class T, int N, class M>
-void execute_plan_into(const char* api, const CollectivePlan& plan, const DistributedArray<T, N, M>& a,
-                       bool reduction, ReduceOp op, std::vector<Shard<T, R, M>>& out, bool fresh) {
+void execute_plan_into(const char* api, const CollectivePlan& plan, const DistributedArray<T, N, M>& a, bool reduction,
+                       ReduceOp op, std::vector<Shard<T, R, M>>& out, bool fresh) {
   using Exec = typename M::execution_space;
   const Exec space;
   Kokkos::fence();  // kernels that wrote the operand may still run

@@ -21,6 +21,7 @@
 #include "darray/sharding/named_sharding.hpp"
 
 namespace darray {
+class Transport;
 namespace detail {
 class MoveEngine;
 namespace coll {
@@ -94,6 +95,9 @@ struct CollectivePlan {
   int component_size = 1;
   // Movement plans: the exchange engine per element size, built on first use (collectives/detail/execute.hpp).
   mutable std::map<std::size_t, std::shared_ptr<const MoveEngine>> engines;
+  // Reductions: the component's transport per backend (MPI, NCCL), cached under an Environment generation.
+  mutable Transport* reduce_group[2] = {nullptr, nullptr};
+  mutable unsigned long reduce_group_generation[2] = {0, 0};
 };
 
 // Packed-buffer offsets of sorted pieces; returns the total element count.

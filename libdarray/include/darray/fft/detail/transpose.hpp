@@ -87,8 +87,7 @@ class Transpose {
         for (std::size_t d = 0; d < 3; ++d) strides[d] = s[d];
       };
     };
-    darray::detail::ReshardMoves moves =
-        darray::detail::reshard_moves(*m_plan, layout(src_order), layout(dst_order));
+    darray::detail::ReshardMoves moves = darray::detail::reshard_moves(*m_plan, layout(src_order), layout(dst_order));
     m_engine = std::make_unique<darray::detail::MoveEngine>(std::move(moves.list), sizeof(T), "fft transpose");
   }
 

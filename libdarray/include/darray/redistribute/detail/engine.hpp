@@ -174,8 +174,8 @@ struct EngineBuffers {
   }
 
  private:
-  static void grow(Kokkos::View<T*, M>& v, typename Kokkos::View<T*, M>::HostMirror& host, int64_t n,
-                   const char* label, bool mirrors) {
+  static void grow(Kokkos::View<T*, M>& v, typename Kokkos::View<T*, M>::HostMirror& host, int64_t n, const char* label,
+                   bool mirrors) {
     if (static_cast<std::size_t>(n) > v.extent(0)) {
       v = Kokkos::View<T*, M>();  // back to the cache before taking the larger one
       v = cached_view<Kokkos::View<T*, M>>(label, static_cast<std::size_t>(n));
@@ -241,9 +241,17 @@ class MoveEngine {
     MPI_Datatype type;
   };
 
+  // The exchange's communicator: the world, or this process's mesh-axis group, looked up once per Environment (the
+  // lookup canonicalises the colors, O(processes)). The first lookup is collective.
   MPI_Comm comm_and_ranks(const ProcessGroup*& group) const {
-    group = m_colors.empty() ? nullptr : &process_group(m_colors);
-    return group != nullptr ? group->comm() : world_comm();
+    group = nullptr;
+    if (m_colors.empty()) return world_comm();
+    if (m_group == nullptr || m_group_generation != environment_generation()) {
+      m_group = &process_group(m_colors);
+      m_group_generation = environment_generation();
+    }
+    group = m_group;
+    return group->comm();
   }
 
   // One message per part of each remote piece, cut by split_for_messages on the piece's own extent (the same rule
@@ -254,7 +262,8 @@ class MoveEngine {
     const MPI_Datatype element = m_types.element(m_element_bytes);
     auto add = [&](std::vector<Message>& out, int process, const Move& m, const Region& r) {
       Index whole(static_cast<std::size_t>(m.rank));
-      for (int d = 0; d < m.rank; ++d) whole[static_cast<std::size_t>(d)] = Slice{0, m.extent[static_cast<std::size_t>(d)]};
+      for (int d = 0; d < m.rank; ++d)
+        whole[static_cast<std::size_t>(d)] = Slice{0, m.extent[static_cast<std::size_t>(d)]};
       split_for_messages(whole, m_element_bytes, m_max_message_bytes, [&](const Index& part) {
         int64_t offset = r.offset;
         std::vector<int64_t> extents, byte_strides;
@@ -332,8 +341,8 @@ class MoveEngine {
       }
       for (const Message& m : m_send_messages) {
         MPI_Request r = MPI_REQUEST_NULL;
-        DARRAY_MPI_CHECK(MPI_Isend(const_cast<T*>(src[static_cast<std::size_t>(m.buffer)]) + m.offset, m.count,
-                                   m.type, rank_of(m.process), tag, c, &r));
+        DARRAY_MPI_CHECK(MPI_Isend(const_cast<T*>(src[static_cast<std::size_t>(m.buffer)]) + m.offset, m.count, m.type,
+                                   rank_of(m.process), tag, c, &r));
         requests.push_back(r);
         peers.push_back(rank_of(m.process));
       }
@@ -430,6 +439,8 @@ class MoveEngine {
   mutable MpiTypes m_types;
   mutable std::vector<Message> m_recv_messages, m_send_messages;
   mutable bool m_messages_ready = false;
+  mutable const ProcessGroup* m_group = nullptr;  // see comm_and_ranks
+  mutable unsigned long m_group_generation = 0;
 };
 
 }  // namespace detail

@@ -54,11 +54,14 @@ inline ReshardMoves reshard_moves(const ReshardPlan& plan, const BlockLayout& sr
     dst_layout(out.dst_boxes[static_cast<std::size_t>(b)], strides);
     return region_in(b, out.dst_boxes[static_cast<std::size_t>(b)], p.box, strides);
   };
-  for (const PlanPiece& p : plan.local_pieces()) out.list.local.push_back(make_move(p.box, src_region(p), dst_region(p)));
+  for (const PlanPiece& p : plan.local_pieces())
+    out.list.local.push_back(make_move(p.box, src_region(p), dst_region(p)));
   for (const PeerPieces& peer : plan.sends())
-    for (const PlanPiece& p : peer.pieces) add_peer_move(out.list.sends, peer.process, make_move(p.box, src_region(p), Region{}));
+    for (const PlanPiece& p : peer.pieces)
+      add_peer_move(out.list.sends, peer.process, make_move(p.box, src_region(p), Region{}));
   for (const PeerPieces& peer : plan.recvs())
-    for (const PlanPiece& p : peer.pieces) add_peer_move(out.list.recvs, peer.process, make_move(p.box, Region{}, dst_region(p)));
+    for (const PlanPiece& p : peer.pieces)
+      add_peer_move(out.list.recvs, peer.process, make_move(p.box, Region{}, dst_region(p)));
   out.list.colors = plan.group_colors();
   return out;
 }

@@ -49,6 +49,13 @@ inline const RuntimeState& active_state(const char* api) {
   return s;
 }
 
+// Counts the Environments that ended in this process: a handle cached by a long-lived object (a communicator of the
+// group cache, a transport) is valid only while this count is the one it was cached under.
+inline unsigned long& environment_generation() {
+  static unsigned long g = 0;
+  return g;
+}
+
 // Registers cleanup to run (last registered first) when the Environment ends, before MPI_Finalize.
 inline void at_finalize(std::function<void()> fn) { state().finalizers.push_back(std::move(fn)); }
 
