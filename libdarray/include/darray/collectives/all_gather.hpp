@@ -3,6 +3,7 @@
 // one rank more). The result is equal along the axis, so the axis leaves the PartitionSpec.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -15,38 +16,40 @@
 
 namespace darray {
 
+namespace detail {
+namespace coll {
+// The cached plan of all_gather(a, axis, dim, tiled | stacked), after the call's checks.
+template <class T, int N, class M>
+std::shared_ptr<const CollectivePlan> all_gather_plan(const DistributedArray<T, N, M>& a, const std::string& axis,
+                                                      int dim, bool stacked) {
+  constexpr const char* api = "all_gather";
+  check_collective_call(
+      api, a, [&] { return "\"" + axis + "\", dim=" + std::to_string(dim) + (stacked ? ", stacked" : ", tiled"); });
+  const int x = resolve_axes(api, a.sharding().mesh(), {axis})[0];
+  const int d = normalize_dim(api, "dim", dim, stacked ? N + 1 : N);
+  const auto code = stacked ? CollectiveCode::all_gather_stacked : CollectiveCode::all_gather;
+  return cached_plan(PlanKey{static_cast<int>(code), a.sharding(), a.shape(), {x, d}},
+                     [&] { return build_all_gather_plan(a.sharding(), a.shape(), x, d, stacked); });
+}
+}  // namespace coll
+}  // namespace detail
+
 // tiled: blocks concatenated along `dim` (negative counts from the end); they may differ in size along `dim`
 // (uneven shardings) but must match in every other dim. Gathering the axis that alone shards `dim` gives back the
 // whole dim: shape (10,) sharded P("x") over 4 devices (blocks 3, 3, 2, 2) gives shape (10,) replicated.
 // Collective over all processes.
 template <class T, int N, class M>
 DistributedArray<T, N, M> all_gather(const DistributedArray<T, N, M>& a, const std::string& axis, int dim, tiled_t) {
-  constexpr const char* api = "all_gather";
-  detail::coll::check_collective_call(
-      api, a, [&] { return std::string("\"" + axis + "\", dim=" + std::to_string(dim) + ", tiled"); });
-  const int x = detail::coll::resolve_axes(api, a.sharding().mesh(), {axis})[0];
-  const int d = detail::coll::normalize_dim(api, "dim", dim, N);
-  const auto plan = detail::coll::cached_plan(
-      detail::coll::PlanKey{
-          static_cast<int>(detail::coll::CollectiveCode::all_gather), a.sharding(), a.shape(), {x, d}},
-      [&] { return detail::coll::build_all_gather_plan(a.sharding(), a.shape(), x, d, /*stacked=*/false); });
-  return detail::coll::execute_plan<N>(api, *plan, a, /*reduction=*/false, detail::coll::ReduceOp::sum);
+  const auto plan = detail::coll::all_gather_plan(a, axis, dim, /*stacked=*/false);
+  return detail::coll::execute_plan<N>("all_gather", *plan, a, /*reduction=*/false, detail::coll::ReduceOp::sum);
 }
 
 // The same into `out`, an array shaped and sharded as the result (e.g. a previous call's): no allocation.
 template <class T, int N, class M>
 void all_gather(const DistributedArray<T, N, M>& a, const std::string& axis, int dim, tiled_t,
                 DistributedArray<T, N, M>& out) {
-  constexpr const char* api = "all_gather";
-  detail::coll::check_collective_call(
-      api, a, [&] { return std::string("\"" + axis + "\", dim=" + std::to_string(dim) + ", tiled"); });
-  const int x = detail::coll::resolve_axes(api, a.sharding().mesh(), {axis})[0];
-  const int d = detail::coll::normalize_dim(api, "dim", dim, N);
-  const auto plan = detail::coll::cached_plan(
-      detail::coll::PlanKey{
-          static_cast<int>(detail::coll::CollectiveCode::all_gather), a.sharding(), a.shape(), {x, d}},
-      [&] { return detail::coll::build_all_gather_plan(a.sharding(), a.shape(), x, d, /*stacked=*/false); });
-  detail::coll::execute_plan<N>(api, *plan, a, /*reduction=*/false, detail::coll::ReduceOp::sum, out);
+  const auto plan = detail::coll::all_gather_plan(a, axis, dim, /*stacked=*/false);
+  detail::coll::execute_plan<N>("all_gather", *plan, a, /*reduction=*/false, detail::coll::ReduceOp::sum, out);
 }
 
 // stacked: a new dim of size n (the axis size) inserted at `dim`, 0 .. N (negative counts from the end of the
@@ -57,16 +60,8 @@ template <class T, int N, class M>
 DistributedArray<T, N + 1, M> all_gather(const DistributedArray<T, N, M>& a, const std::string& axis, int dim,
                                          stacked_t) {
   static_assert(N < 8, "all_gather(stacked): the result would have more than 8 dims (Kokkos' limit)");
-  constexpr const char* api = "all_gather";
-  detail::coll::check_collective_call(
-      api, a, [&] { return std::string("\"" + axis + "\", dim=" + std::to_string(dim) + ", stacked"); });
-  const int x = detail::coll::resolve_axes(api, a.sharding().mesh(), {axis})[0];
-  const int d = detail::coll::normalize_dim(api, "dim", dim, N + 1);
-  const auto plan = detail::coll::cached_plan(
-      detail::coll::PlanKey{
-          static_cast<int>(detail::coll::CollectiveCode::all_gather_stacked), a.sharding(), a.shape(), {x, d}},
-      [&] { return detail::coll::build_all_gather_plan(a.sharding(), a.shape(), x, d, /*stacked=*/true); });
-  return detail::coll::execute_plan<N + 1>(api, *plan, a, /*reduction=*/false, detail::coll::ReduceOp::sum);
+  const auto plan = detail::coll::all_gather_plan(a, axis, dim, /*stacked=*/true);
+  return detail::coll::execute_plan<N + 1>("all_gather", *plan, a, /*reduction=*/false, detail::coll::ReduceOp::sum);
 }
 
 // The same into `out`, an array shaped and sharded as the result (e.g. a previous call's): no allocation.
@@ -74,16 +69,8 @@ template <class T, int N, class M>
 void all_gather(const DistributedArray<T, N, M>& a, const std::string& axis, int dim, stacked_t,
                 DistributedArray<T, N + 1, M>& out) {
   static_assert(N < 8, "all_gather(stacked): the result would have more than 8 dims (Kokkos' limit)");
-  constexpr const char* api = "all_gather";
-  detail::coll::check_collective_call(
-      api, a, [&] { return std::string("\"" + axis + "\", dim=" + std::to_string(dim) + ", stacked"); });
-  const int x = detail::coll::resolve_axes(api, a.sharding().mesh(), {axis})[0];
-  const int d = detail::coll::normalize_dim(api, "dim", dim, N + 1);
-  const auto plan = detail::coll::cached_plan(
-      detail::coll::PlanKey{
-          static_cast<int>(detail::coll::CollectiveCode::all_gather_stacked), a.sharding(), a.shape(), {x, d}},
-      [&] { return detail::coll::build_all_gather_plan(a.sharding(), a.shape(), x, d, /*stacked=*/true); });
-  detail::coll::execute_plan<N + 1>(api, *plan, a, /*reduction=*/false, detail::coll::ReduceOp::sum, out);
+  const auto plan = detail::coll::all_gather_plan(a, axis, dim, /*stacked=*/true);
+  detail::coll::execute_plan<N + 1>("all_gather", *plan, a, /*reduction=*/false, detail::coll::ReduceOp::sum, out);
 }
 
 }  // namespace darray

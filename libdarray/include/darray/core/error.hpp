@@ -41,48 +41,39 @@ public:
   using Error::Error;
 };
 
-// An MPI call returned an error code; the message carries MPI's own error string.
-class MpiError : public Error {
+// An error a library call reported as a return code; code() is that code.
+class CodedError : public Error {
 public:
-  MpiError(std::string api, const std::string& message, int code, const char* file = nullptr, int line = 0)
+  CodedError(std::string api, const std::string& message, int code, const char* file = nullptr, int line = 0)
       : Error(std::move(api), message, file, line), m_code(code) {}
   int code() const noexcept { return m_code; }
 
 private:
   int m_code;
+};
+
+// An MPI call returned an error code; the message carries MPI's own error string.
+class MpiError : public CodedError {
+public:
+  using CodedError::CodedError;
 };
 
 // An NCCL call returned an error code, or a communicator reported an asynchronous error.
-class NcclError : public Error {
+class NcclError : public CodedError {
 public:
-  NcclError(std::string api, const std::string& message, int code, const char* file = nullptr, int line = 0)
-      : Error(std::move(api), message, file, line), m_code(code) {}
-  int code() const noexcept { return m_code; }
-
-private:
-  int m_code;
+  using CodedError::CodedError;
 };
 
 // A CUDA runtime call returned an error code; the message carries the error's name and CUDA's description.
-class CudaError : public Error {
+class CudaError : public CodedError {
 public:
-  CudaError(std::string api, const std::string& message, int code, const char* file = nullptr, int line = 0)
-      : Error(std::move(api), message, file, line), m_code(code) {}
-  int code() const noexcept { return m_code; }
-
-private:
-  int m_code;
+  using CodedError::CodedError;
 };
 
 // A cuFFT call returned an error code; the message names the cufftResult value (CUFFT_ALLOC_FAILED, ...).
-class CufftError : public Error {
+class CufftError : public CodedError {
 public:
-  CufftError(std::string api, const std::string& message, int code, const char* file = nullptr, int line = 0)
-      : Error(std::move(api), message, file, line), m_code(code) {}
-  int code() const noexcept { return m_code; }
-
-private:
-  int m_code;
+  using CodedError::CodedError;
 };
 
 // A file is malformed, truncated or does not match the requested type.
