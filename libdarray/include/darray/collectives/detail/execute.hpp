@@ -6,6 +6,7 @@
 #include <Kokkos_Core.hpp>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -61,6 +62,52 @@ void on_host(Kokkos::View<T*, M> data, bool copy_back, Step&& step) {
   }
 }
 
+// The transport of this process's component, looked up once per plan and Environment (Transport::group canonicalises
+// the colors). Collective the first time. The plan must have colors.
+template <class T, class M>
+Transport& reduce_group_transport(const CollectivePlan& plan) {
+  Transport& base = reduce_transport<T, M>();
+  const int which = base.backend() == Backend::nccl ? 1 : 0;
+  if (plan.reduce_group[which] == nullptr || plan.reduce_group_generation[which] != environment_generation()) {
+    plan.reduce_group[which] = &base.group(plan.colors);
+    plan.reduce_group_generation[which] = environment_generation();
+  }
+  return *plan.reduce_group[which];
+}
+
+// A reduction whose one slot holds one device of this process and whose result blocks are each that whole slot
+// (psum of a block over an axis that spans processes, one device per process in the group): MPI reduces straight from
+// the operand block into the first result block, without the slot buffer and its two copies; the other result
+// blocks copy it. Host memory and the MPI transport only; returns false when the plan is not of that form.
+template <class T, int R, class M>
+bool reduce_straight_into_result(const CollectivePlan& plan, const ShardPointers<T>& shard, ReduceOp op,
+                                 std::vector<Shard<T, R, M>>& out) {
+  if (!direct_host_access<M>() || plan.colors.empty() || plan.component_size == 1 || plan.slots.size() != 1 ||
+      plan.slots[0].members.size() != 1 || plan.copies.empty())
+    return false;
+  const Slot& slot = plan.slots[0];
+  const int64_t n = volume(slot.shape);
+  for (const Copy& c : plan.copies) {
+    if (c.from != CopySource::slot || c.source != 0 || c.src_shape != c.extent ||
+        c.extent != box_shape(out[c.target].index) || volume(c.extent) != n)
+      return false;
+    for (const int64_t s : c.src_start)
+      if (s != 0) return false;
+    for (const int64_t s : c.dst_start)
+      if (s != 0) return false;
+  }
+  Transport& t = reduce_group_transport<T, M>(plan);
+  if (t.backend() != Backend::mpi) return false;
+  const MPI_Comm comm = dynamic_cast<MpiTransport&>(t).comm();
+  T* first = out[plan.copies[0].target].data.data();
+  const std::size_t count = static_cast<std::size_t>(n) * ReduceScalar<T>::lanes;
+  allreduce(comm, shard.at(slot.members[0]), first, count, mpi_reduce_datatype<T>(), mpi_reduce_op<T>(op));
+  for (std::size_t k = 1; k < plan.copies.size(); ++k)
+    std::memcpy(static_cast<void*>(out[plan.copies[k].target].data.data()), static_cast<const void*>(first),
+                static_cast<std::size_t>(n) * sizeof(T));
+  return true;
+}
+
 // Local combine of each slot, then one allreduce over the component. Collective over all processes when the plan
 // has colors (the component communicator is created on first use), over the component afterwards.
 template <class T, class M, class Exec>
@@ -80,14 +127,7 @@ Kokkos::View<T*, M> reduce_slots(const Exec& space, const CollectivePlan& plan, 
   }
   space.fence();  // MPI and NCCL read what the kernels wrote
   if (plan.colors.empty()) return slots;
-  // The component's transport, looked up once per plan and Environment (Transport::group canonicalises the colors).
-  Transport& base = reduce_transport<T, M>();
-  const int which = base.backend() == Backend::nccl ? 1 : 0;
-  if (plan.reduce_group[which] == nullptr || plan.reduce_group_generation[which] != environment_generation()) {
-    plan.reduce_group[which] = &base.group(plan.colors);
-    plan.reduce_group_generation[which] = environment_generation();
-  }
-  Transport& t = *plan.reduce_group[which];
+  Transport& t = reduce_group_transport<T, M>(plan);
   if (plan.component_size == 1) return slots;
 #if defined(DARRAY_HAS_NCCL)
   if constexpr (nccl_reducible<T>()) {
@@ -185,6 +225,7 @@ void execute_plan_into(const char* api, const CollectivePlan& plan, const Distri
       if (plan.targets[t].zero_fill) Kokkos::deep_copy(space, out[t].data, T{});
 
   if (reduction) {
+    if (reduce_straight_into_result<T, R, M>(plan, shard, op, out)) return;
     const Kokkos::View<T*, M> slots = reduce_slots<T, M>(space, plan, shard, op);
     for (const Copy& c : plan.copies) {
       const T* src = slots.data() + plan.slots[static_cast<std::size_t>(c.source)].offset;
