@@ -15,29 +15,14 @@
 #include <string>
 #include <vector>
 
+#include "time_calls.hpp"
+
 using namespace darray;
 
 namespace {
 
-struct Stats {
-  double min = 0, median = 0;
-};
-
-// Per-call time of fn (max over processes), over reps repetitions of `calls` calls each.
-Stats time_calls(int reps, int calls, const std::function<void()>& fn) {
-  fn();  // warm-up: plans, communicators, first touch
-  std::vector<double> t;
-  for (int r = 0; r < reps; ++r) {
-    MPI_Barrier(MPI_COMM_WORLD);
-    const double t0 = MPI_Wtime();
-    for (int c = 0; c < calls; ++c) fn();
-    double dt = (MPI_Wtime() - t0) / calls, tmax = 0;
-    MPI_Allreduce(&dt, &tmax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    t.push_back(tmax);
-  }
-  std::sort(t.begin(), t.end());
-  return Stats{t.front(), t[t.size() / 2]};
-}
+using darray_bench::Stats;
+using darray_bench::time_calls;
 
 struct Row {
   std::string op;

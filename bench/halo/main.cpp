@@ -14,30 +14,12 @@
 #include <functional>
 #include <vector>
 
+#include "time_calls.hpp"
+
 using namespace darray;
 
-namespace {
-
-struct Stats {
-  double min = 0, median = 0;
-};
-
-Stats time_calls(int reps, int calls, const std::function<void()>& fn) {
-  fn();
-  std::vector<double> t;
-  for (int r = 0; r < reps; ++r) {
-    MPI_Barrier(MPI_COMM_WORLD);
-    const double t0 = MPI_Wtime();
-    for (int c = 0; c < calls; ++c) fn();
-    double dt = (MPI_Wtime() - t0) / calls, tmax = 0;
-    MPI_Allreduce(&dt, &tmax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    t.push_back(tmax);
-  }
-  std::sort(t.begin(), t.end());
-  return Stats{t.front(), t[t.size() / 2]};
-}
-
-}  // namespace
+using darray_bench::Stats;
+using darray_bench::time_calls;
 
 int main(int argc, char** argv) {
   Environment env(argc, argv);
