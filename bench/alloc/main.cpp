@@ -3,7 +3,8 @@
 // on and off (off = DARRAY_CACHE_BYTES=0, plain Kokkos allocations): min and median over --reps calls, each the max
 // over processes, and the ratio allocating / kept. (2) The resident set size over --rss-calls allocate/free calls
 // whose sizes cycle through --rss-sizes sizes (flat after the first cycle, "warm") and whose sizes never repeat
-// (bounded by the limit).
+// (bounded by the limit). (3) One call of the allocating reshard and fftn against their kept forms: time, and the
+// peak bytes the call held beyond its operand and result.
 #include <mpi.h>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 #include <darray/darray.hpp>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -112,6 +114,71 @@ void rss_run(const std::string& name, int calls, int warmup, bool cache_on, std:
   std::fflush(stdout);
 }
 
+// (3) One call of an allocating form against its kept form: time (min, median), and the cached-allocator bytes the
+// allocating call held at its peak beyond its operand and its result, i.e. what it needs besides the arrays the user
+// sees (0: no staging, no work arrays per call). run_alloc must assign a fresh result over the previous one.
+void one_call(const std::string& name, int reps, std::size_t out_bytes, const std::function<void()>& run_kept,
+              const std::function<void()>& run_alloc, const std::function<void()>& drop_result) {
+  run_kept();
+  run_alloc();  // warm: plans, work buffers, cached blocks
+  std::vector<double> t_kept, t_alloc;
+  for (int r = 0; r < reps; ++r) {
+    t_kept.push_back(time_once(run_kept));
+    t_alloc.push_back(time_once(run_alloc));
+  }
+  drop_result();
+  reset_memory_stats();
+  const std::size_t before = memory_stats().bytes_in_use;
+  run_alloc();
+  const std::size_t peak = memory_stats().peak_bytes_in_use;
+  double extra = static_cast<double>(peak) - static_cast<double>(before) - static_cast<double>(out_bytes), most = 0;
+  MPI_Allreduce(&extra, &most, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  if (process_index() == 0)
+    std::printf("%-30s %9.2f %9.2f %9.2f %9.2f %7.2f %7.2f %10.2f %12.2f\n", name.c_str(), min_of(t_kept) * 1e3,
+                median(t_kept) * 1e3, min_of(t_alloc) * 1e3, median(t_alloc) * 1e3, min_of(t_alloc) / min_of(t_kept),
+                median(t_alloc) / median(t_kept), static_cast<double>(out_bytes) / mib, most / mib);
+  std::fflush(stdout);
+}
+
+void one_call_table(int mib_per_process, int reps) {
+  const int64_t nd = device_count();
+  const Mesh line = make_mesh({nd}, {"x"});
+  if (process_index() == 0)
+    std::printf("\n%-30s %9s %9s %9s %9s %7s %7s %10s %12s\n", "one call [ms; MiB per process]", "kept.min", "kept.med",
+                "alloc.min", "alloc.med", "x(min)", "x(med)", "result", "extra peak");
+  {
+    const int64_t elems = static_cast<int64_t>(mib_per_process) * (1 << 20) / 8 * process_count();
+    int64_t n = 1;
+    while ((n * 2) * (n * 2) <= elems) n *= 2;
+    const NamedSharding from(line, P{"x"}), to(line, P{none, "x"});
+    auto a = iota<double, 2>({elems / n, n}, from);
+    const auto plan = reshard_plan<double>(from, to, a.shape());
+    auto kept = reshard(a, to);
+    std::optional<decltype(kept)> b;
+    const std::size_t out = static_cast<std::size_t>(elems / process_count()) * sizeof(double);
+    one_call(
+        "reshard rows->cols " + std::to_string(elems / n) + "x" + std::to_string(n), reps, out,
+        [&] { execute(*plan, a, kept); }, [&] { b = reshard(a, to); }, [&] { b.reset(); });
+  }
+#if defined(DARRAY_HAS_FFTW) || defined(DARRAY_HAS_CUFFT)
+  {
+    const int64_t elems = static_cast<int64_t>(mib_per_process) * (1 << 20) / 16 * process_count();
+    int64_t n = 16;
+    while ((n * 2) * (n * 2) * (n * 2) <= elems) n *= 2;
+    const NamedSharding cube(line, P{"x"});
+    using C = Kokkos::complex<double>;
+    auto a = iota<C, 3>({n, n, n}, cube);
+    const fft::Plan<double> plan({n, n, n}, cube);
+    auto kept = plan.allocate_output();
+    std::optional<decltype(kept)> b;
+    const std::size_t out = static_cast<std::size_t>(n * n * n / process_count()) * sizeof(C);
+    one_call(
+        "fftn " + std::to_string(n) + "^3 (c2c)", reps, out, [&] { plan.forward(a, kept); }, [&] { b = fft::fftn(a); },
+        [&] { b.reset(); });
+  }
+#endif
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -145,6 +212,9 @@ int main(int argc, char** argv) {
   for (int s : sizes)
     for (bool on : {true, false})
       if (on ? limit > 0 : true) reshard_rows(s, reps, on, limit);
+
+  if (limit > 0)
+    for (int s : sizes) one_call_table(s, reps);
 
   const std::size_t max_bytes = static_cast<std::size_t>(rss_max_kib) * 1024;
   const std::size_t min_bytes = max_bytes / 4;

@@ -4,9 +4,11 @@
 
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <cstddef>
 #include <thread>
 #include <vector>
 
+#include "darray/comm/detail/requests.hpp"
 #include "darray/darray.hpp"
 #include "mpi_test.hpp"
 
@@ -38,6 +40,20 @@ TEST_CASE("wait_all_until names the operation and the peer that never sent") {
   MPI_Isend(&value, 1, MPI_INT, 0, 1, MPI_COMM_SELF, &pair[1]);
   detail::wait_all_until(pair, "test wait", {0, 0}, 0.25);
   REQUIRE(all_ok(got == value && pair[0] == MPI_REQUEST_NULL && pair[1] == MPI_REQUEST_NULL));
+}
+
+TEST_CASE("the exchange's request set (the device-memory path's MPI transport) waits under the deadline too") {
+  std::byte never[8];
+  const auto start = std::chrono::steady_clock::now();
+  const std::string msg = darray::testing::error_message<MpiError>([&] {
+    detail::RequestSet requests;
+    requests.post_recv(MPI_COMM_SELF, never, sizeof never, 0, 4243, 0, 1 << 20, "test exchange");
+    requests.wait_all("test exchange");  // nothing is ever sent: the deadline (1 s) ends the wait
+  });
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  INFO(msg);
+  REQUIRE(all_ok(took >= 1 && took < 10 && msg.find("test exchange") != std::string::npos &&
+                 msg.find("timed out after 1 s (DARRAY_TIMEOUT_S) waiting for process 0") != std::string::npos));
 }
 
 TEST_CASE("barrier: processes whose peer is late throw an error naming it, the late one passes") {

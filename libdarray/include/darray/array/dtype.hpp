@@ -26,6 +26,19 @@ std::string integral_dtype_name() {
   return std::string(std::is_signed<T>::value ? "int" : "uint") + std::to_string(8 * sizeof(T));
 }
 
+// A small number naming an element type by kind and size, equal on every process for equal types: what the exchange
+// engine's messages carry so that processes moving different element types of one size get an error.
+template <class T>
+constexpr int dtype_code() {
+  using U = std::remove_cv_t<T>;
+  const int kind = std::is_same<U, bool>::value       ? 1
+                   : std::is_integral<U>::value       ? (std::is_signed<U>::value ? 2 : 3)
+                   : std::is_floating_point<U>::value ? 4
+                   : is_kokkos_complex<U>::value      ? 5
+                                                      : 6;
+  return kind * 64 + static_cast<int>(sizeof(U) % 64);
+}
+
 }  // namespace detail
 
 // NumPy's name of an element type; for types that are not array elements (std::string, a struct) the C++ spelling

@@ -17,7 +17,6 @@
 namespace darray {
 
 namespace detail {
-namespace coll {
 // The cached plan of all_gather(a, axis, dim, tiled | stacked), after the call's checks.
 template <class T, int N, class M>
 std::shared_ptr<const CollectivePlan> all_gather_plan(const DistributedArray<T, N, M>& a, const std::string& axis,
@@ -31,7 +30,6 @@ std::shared_ptr<const CollectivePlan> all_gather_plan(const DistributedArray<T, 
   return cached_plan(PlanKey{static_cast<int>(code), a.sharding(), a.shape(), {x, d}},
                      [&] { return build_all_gather_plan(a.sharding(), a.shape(), x, d, stacked); });
 }
-}  // namespace coll
 }  // namespace detail
 
 // tiled: blocks concatenated along `dim` (negative counts from the end); they may differ in size along `dim`
@@ -40,16 +38,16 @@ std::shared_ptr<const CollectivePlan> all_gather_plan(const DistributedArray<T, 
 // Collective over all processes.
 template <class T, int N, class M>
 DistributedArray<T, N, M> all_gather(const DistributedArray<T, N, M>& a, const std::string& axis, int dim, tiled_t) {
-  const auto plan = detail::coll::all_gather_plan(a, axis, dim, /*stacked=*/false);
-  return detail::coll::execute_plan<N>("all_gather", *plan, a, /*reduction=*/false, detail::coll::ReduceOp::sum);
+  const auto plan = detail::all_gather_plan(a, axis, dim, /*stacked=*/false);
+  return detail::execute_plan<N>("all_gather", *plan, a, /*reduction=*/false, detail::ReduceOp::sum);
 }
 
 // The same into `out`, an array shaped and sharded as the result (e.g. a previous call's): no allocation.
 template <class T, int N, class M>
 void all_gather(const DistributedArray<T, N, M>& a, const std::string& axis, int dim, tiled_t,
                 DistributedArray<T, N, M>& out) {
-  const auto plan = detail::coll::all_gather_plan(a, axis, dim, /*stacked=*/false);
-  detail::coll::execute_plan<N>("all_gather", *plan, a, /*reduction=*/false, detail::coll::ReduceOp::sum, out);
+  const auto plan = detail::all_gather_plan(a, axis, dim, /*stacked=*/false);
+  detail::execute_plan<N>("all_gather", *plan, a, /*reduction=*/false, detail::ReduceOp::sum, out);
 }
 
 // stacked: a new dim of size n (the axis size) inserted at `dim`, 0 .. N (negative counts from the end of the
@@ -60,8 +58,8 @@ template <class T, int N, class M>
 DistributedArray<T, N + 1, M> all_gather(const DistributedArray<T, N, M>& a, const std::string& axis, int dim,
                                          stacked_t) {
   static_assert(N < 8, "all_gather(stacked): the result would have more than 8 dims (Kokkos' limit)");
-  const auto plan = detail::coll::all_gather_plan(a, axis, dim, /*stacked=*/true);
-  return detail::coll::execute_plan<N + 1>("all_gather", *plan, a, /*reduction=*/false, detail::coll::ReduceOp::sum);
+  const auto plan = detail::all_gather_plan(a, axis, dim, /*stacked=*/true);
+  return detail::execute_plan<N + 1>("all_gather", *plan, a, /*reduction=*/false, detail::ReduceOp::sum);
 }
 
 // The same into `out`, an array shaped and sharded as the result (e.g. a previous call's): no allocation.
@@ -69,8 +67,8 @@ template <class T, int N, class M>
 void all_gather(const DistributedArray<T, N, M>& a, const std::string& axis, int dim, stacked_t,
                 DistributedArray<T, N + 1, M>& out) {
   static_assert(N < 8, "all_gather(stacked): the result would have more than 8 dims (Kokkos' limit)");
-  const auto plan = detail::coll::all_gather_plan(a, axis, dim, /*stacked=*/true);
-  detail::coll::execute_plan<N + 1>("all_gather", *plan, a, /*reduction=*/false, detail::coll::ReduceOp::sum, out);
+  const auto plan = detail::all_gather_plan(a, axis, dim, /*stacked=*/true);
+  detail::execute_plan<N + 1>("all_gather", *plan, a, /*reduction=*/false, detail::ReduceOp::sum, out);
 }
 
 }  // namespace darray

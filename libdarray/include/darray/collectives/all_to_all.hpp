@@ -23,39 +23,36 @@ namespace darray {
 // (4, 8) values sharded P("x", none). Only the tiled form exists, for the reason given at psum_scatter.
 // Collective over all processes.
 namespace detail {
-namespace coll {
 template <class T, int N, class M>
 std::shared_ptr<const CollectivePlan> all_to_all_plan(const DistributedArray<T, N, M>& a, const std::string& axis,
                                                       int split_dim, int concat_dim) {
   constexpr const char* api = "all_to_all";
-  detail::coll::check_collective_call(api, a, [&] {
+  detail::check_collective_call(api, a, [&] {
     return "\"" + axis + "\", split_dim=" + std::to_string(split_dim) + ", concat_dim=" + std::to_string(concat_dim);
   });
-  const int x = detail::coll::resolve_axes(api, a.sharding().mesh(), {axis})[0];
-  const int s = detail::coll::normalize_dim(api, "split_dim", split_dim, N);
-  const int c = detail::coll::normalize_dim(api, "concat_dim", concat_dim, N);
+  const int x = detail::resolve_axes(api, a.sharding().mesh(), {axis})[0];
+  const int s = detail::normalize_dim(api, "split_dim", split_dim, N);
+  const int c = detail::normalize_dim(api, "concat_dim", concat_dim, N);
   auto plan = cached_plan(
-      detail::coll::PlanKey{
-          static_cast<int>(detail::coll::CollectiveCode::all_to_all), a.sharding(), a.shape(), {x, s, c}},
-      [&] { return detail::coll::build_all_to_all_plan(a.sharding(), a.shape(), x, s, c); });
+      detail::PlanKey{static_cast<int>(detail::CollectiveCode::all_to_all), a.sharding(), a.shape(), {x, s, c}},
+      [&] { return detail::build_all_to_all_plan(a.sharding(), a.shape(), x, s, c); });
   return plan;
 }
-}  // namespace coll
 }  // namespace detail
 
 template <class T, int N, class M>
 DistributedArray<T, N, M> all_to_all(const DistributedArray<T, N, M>& a, const std::string& axis, int split_dim,
                                      int concat_dim, tiled_t = tiled) {
-  const auto plan = detail::coll::all_to_all_plan(a, axis, split_dim, concat_dim);
-  return detail::coll::execute_plan<N>("all_to_all", *plan, a, /*reduction=*/false, detail::coll::ReduceOp::sum);
+  const auto plan = detail::all_to_all_plan(a, axis, split_dim, concat_dim);
+  return detail::execute_plan<N>("all_to_all", *plan, a, /*reduction=*/false, detail::ReduceOp::sum);
 }
 
 // The same into `out`, an array shaped and sharded as the result (e.g. a previous call's): no allocation.
 template <class T, int N, class M>
 void all_to_all(const DistributedArray<T, N, M>& a, const std::string& axis, int split_dim, int concat_dim,
                 DistributedArray<T, N, M>& out) {
-  const auto plan = detail::coll::all_to_all_plan(a, axis, split_dim, concat_dim);
-  detail::coll::execute_plan<N>("all_to_all", *plan, a, /*reduction=*/false, detail::coll::ReduceOp::sum, out);
+  const auto plan = detail::all_to_all_plan(a, axis, split_dim, concat_dim);
+  detail::execute_plan<N>("all_to_all", *plan, a, /*reduction=*/false, detail::ReduceOp::sum, out);
 }
 
 }  // namespace darray

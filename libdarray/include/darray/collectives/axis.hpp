@@ -37,7 +37,6 @@ struct stacked_t {};
 inline constexpr stacked_t stacked{};
 
 namespace detail {
-namespace coll {
 
 // Mesh positions of named axes, in the given order. Throws when a name is unknown, repeated, or none is given.
 inline std::vector<int> resolve_axes(const char* api, const Mesh& mesh, const std::vector<std::string>& names) {
@@ -57,13 +56,12 @@ inline std::vector<int> resolve_axes(const char* api, const Mesh& mesh, const st
   return axes;
 }
 
-}  // namespace coll
 }  // namespace detail
 
 // The device's coordinate along a mesh axis, 0 .. axis_size - 1, as jax.lax.axis_index("x") inside shard_map.
 // Over several axes ({"x", "y"}): the mixed-radix number of the coordinates, the first axis most significant.
 inline int64_t axis_index(const Mesh& mesh, const AxisNames& axes, const Device& device) {
-  const std::vector<int> positions = detail::coll::resolve_axes("axis_index", mesh, axes.names());
+  const std::vector<int> positions = detail::resolve_axes("axis_index", mesh, axes.names());
   DARRAY_THROW_IF(!mesh.contains(device), InvalidArgument, "axis_index",
                   "device " << device << " is not in " << mesh.to_string() << "; expected one of its devices");
   const int64_t pos = mesh.position(device);

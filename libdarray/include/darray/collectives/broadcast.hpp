@@ -19,7 +19,6 @@
 
 namespace darray {
 namespace detail {
-namespace coll {
 
 // DARRAY_CHECK=1: all processes must broadcast from the same root with the same element type (and count, when the
 // receivers give one), or every process fails instead of some matching the wrong broadcast.
@@ -30,7 +29,6 @@ void check_broadcast_call(int root, const std::string& count) {
                                        dtype_name<T>() + " of " + std::to_string(sizeof(T)) + " bytes)");
 }
 
-}  // namespace coll
 }  // namespace detail
 
 // Every process gets root's vector; the others' host_data is ignored (pass an empty one). Collective. Root may
@@ -39,7 +37,7 @@ template <class T>
 std::vector<T> broadcast_from_root(std::vector<T> host_data, int root) {
   static_assert(std::is_trivially_copyable<T>::value, "broadcast_from_root sends elements as bytes");
   constexpr const char* api = "broadcast_from_root";
-  detail::coll::check_broadcast_call<T>(root, "");
+  detail::check_broadcast_call<T>(root, "");
   detail::check_root(api, root);
   const MPI_Comm comm = detail::world_comm();
   std::uint64_t count = process_index() == root ? host_data.size() : 0;
@@ -54,7 +52,7 @@ template <class T>
 void broadcast_from_root(T* data, std::size_t count, int root) {
   static_assert(std::is_trivially_copyable<T>::value, "broadcast_from_root sends elements as bytes");
   constexpr const char* api = "broadcast_from_root";
-  detail::coll::check_broadcast_call<T>(root, std::to_string(count) + " elements, ");
+  detail::check_broadcast_call<T>(root, std::to_string(count) + " elements, ");
   detail::check_root(api, root);
   detail::bcast(detail::world_comm(), data, byte_count(static_cast<int64_t>(count), sizeof(T), api), root);
 }

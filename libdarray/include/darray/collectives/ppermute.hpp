@@ -21,14 +21,13 @@ namespace darray {
 // A partial perm over an axis the operand is replicated along is an error: the zeros would make the replicas
 // differ. Collective over all processes.
 namespace detail {
-namespace coll {
 template <class T, int N, class M>
 std::shared_ptr<const CollectivePlan> ppermute_plan(const DistributedArray<T, N, M>& a, const std::string& axis,
                                                     const std::vector<std::pair<int, int>>& perm) {
   constexpr const char* api = "ppermute";
-  detail::coll::check_collective_call(
-      api, a, [&] { return std::string("\"" + axis + "\", perm=" + detail::coll::perm_text(perm)); });
-  const int x = detail::coll::resolve_axes(api, a.sharding().mesh(), {axis})[0];
+  detail::check_collective_call(api, a,
+                                [&] { return std::string("\"" + axis + "\", perm=" + detail::perm_text(perm)); });
+  const int x = detail::resolve_axes(api, a.sharding().mesh(), {axis})[0];
   std::vector<int64_t> params{x};
   std::vector<std::pair<int64_t, int64_t>> pairs;
   for (const auto& [from, to] : perm) {
@@ -36,28 +35,26 @@ std::shared_ptr<const CollectivePlan> ppermute_plan(const DistributedArray<T, N,
     params.push_back(to);
     pairs.emplace_back(from, to);
   }
-  const auto plan =
-      detail::coll::cached_plan(detail::coll::PlanKey{static_cast<int>(detail::coll::CollectiveCode::ppermute),
-                                                      a.sharding(), a.shape(), std::move(params)},
-                                [&] { return detail::coll::build_ppermute_plan(a.sharding(), a.shape(), x, pairs); });
+  const auto plan = detail::cached_plan(
+      detail::PlanKey{static_cast<int>(detail::CollectiveCode::ppermute), a.sharding(), a.shape(), std::move(params)},
+      [&] { return detail::build_ppermute_plan(a.sharding(), a.shape(), x, pairs); });
   return plan;
 }
-}  // namespace coll
 }  // namespace detail
 
 template <class T, int N, class M>
 DistributedArray<T, N, M> ppermute(const DistributedArray<T, N, M>& a, const std::string& axis,
                                    const std::vector<std::pair<int, int>>& perm) {
-  const auto plan = detail::coll::ppermute_plan(a, axis, perm);
-  return detail::coll::execute_plan<N>("ppermute", *plan, a, /*reduction=*/false, detail::coll::ReduceOp::sum);
+  const auto plan = detail::ppermute_plan(a, axis, perm);
+  return detail::execute_plan<N>("ppermute", *plan, a, /*reduction=*/false, detail::ReduceOp::sum);
 }
 
 // The same into `out`, an array shaped and sharded like `a` (not sharing its blocks): no allocation.
 template <class T, int N, class M>
 void ppermute(const DistributedArray<T, N, M>& a, const std::string& axis, const std::vector<std::pair<int, int>>& perm,
               DistributedArray<T, N, M>& out) {
-  const auto plan = detail::coll::ppermute_plan(a, axis, perm);
-  detail::coll::execute_plan<N>("ppermute", *plan, a, /*reduction=*/false, detail::coll::ReduceOp::sum, out);
+  const auto plan = detail::ppermute_plan(a, axis, perm);
+  detail::execute_plan<N>("ppermute", *plan, a, /*reduction=*/false, detail::ReduceOp::sum, out);
 }
 
 }  // namespace darray

@@ -22,37 +22,34 @@ namespace darray {
 // tiled=False drops `dim`, and with it the only dim along which the differing chunks could be laid out.
 // Collective over all processes.
 namespace detail {
-namespace coll {
 template <class T, int N, class M>
 std::shared_ptr<const CollectivePlan> psum_scatter_plan(const DistributedArray<T, N, M>& a, const std::string& axis,
                                                         int dim) {
   constexpr const char* api = "psum_scatter";
-  detail::coll::check_collective_call(api, a,
-                                      [&] { return std::string("\"" + axis + "\", dim=" + std::to_string(dim)); });
-  const std::vector<int> positions = detail::coll::resolve_axes(api, a.sharding().mesh(), {axis});
-  const int d = detail::coll::normalize_dim(api, "dim", dim, N);
-  const auto plan = detail::coll::cached_plan(
-      detail::coll::PlanKey{
-          static_cast<int>(detail::coll::CollectiveCode::psum_scatter), a.sharding(), a.shape(), {positions[0], d}},
-      [&] { return detail::coll::build_reduce_plan(api, a.sharding(), a.shape(), positions, d); });
+  detail::check_collective_call(api, a, [&] { return std::string("\"" + axis + "\", dim=" + std::to_string(dim)); });
+  const std::vector<int> positions = detail::resolve_axes(api, a.sharding().mesh(), {axis});
+  const int d = detail::normalize_dim(api, "dim", dim, N);
+  const auto plan = detail::cached_plan(
+      detail::PlanKey{
+          static_cast<int>(detail::CollectiveCode::psum_scatter), a.sharding(), a.shape(), {positions[0], d}},
+      [&] { return detail::build_reduce_plan(api, a.sharding(), a.shape(), positions, d); });
   return plan;
 }
-}  // namespace coll
 }  // namespace detail
 
 template <class T, int N, class M>
 DistributedArray<T, N, M> psum_scatter(const DistributedArray<T, N, M>& a, const std::string& axis, int dim,
                                        tiled_t = tiled) {
-  const auto plan = detail::coll::psum_scatter_plan(a, axis, dim);
-  return detail::coll::execute_plan<N>("psum_scatter", *plan, a, /*reduction=*/true, detail::coll::ReduceOp::sum);
+  const auto plan = detail::psum_scatter_plan(a, axis, dim);
+  return detail::execute_plan<N>("psum_scatter", *plan, a, /*reduction=*/true, detail::ReduceOp::sum);
 }
 
 // The same into `out`, an array shaped and sharded as the result (e.g. a previous call's): no allocation.
 template <class T, int N, class M>
 void psum_scatter(const DistributedArray<T, N, M>& a, const std::string& axis, int dim,
                   DistributedArray<T, N, M>& out) {
-  const auto plan = detail::coll::psum_scatter_plan(a, axis, dim);
-  detail::coll::execute_plan<N>("psum_scatter", *plan, a, /*reduction=*/true, detail::coll::ReduceOp::sum, out);
+  const auto plan = detail::psum_scatter_plan(a, axis, dim);
+  detail::execute_plan<N>("psum_scatter", *plan, a, /*reduction=*/true, detail::ReduceOp::sum, out);
 }
 
 }  // namespace darray

@@ -17,7 +17,6 @@
 
 namespace darray {
 namespace detail {
-namespace coll {
 
 template <class T, int N, class M>
 std::shared_ptr<const CollectivePlan> reduction_plan(CollectiveCode code, ReduceOp op,
@@ -44,7 +43,6 @@ void run_reduction(CollectiveCode code, ReduceOp op, const DistributedArray<T, N
   execute_plan<N>(to_string(op), *plan, a, /*reduction=*/true, op, out);
 }
 
-}  // namespace coll
 }  // namespace detail
 
 // Sum of the blocks of each group of devices that differ only along `axes`. Blocks of a group must have equal
@@ -52,41 +50,41 @@ void run_reduction(CollectiveCode code, ReduceOp op, const DistributedArray<T, N
 // P("i") over 8 devices gives shape (1,) replicated, holding the sum of the 8 blocks. Collective over all processes.
 template <class T, int N, class M>
 DistributedArray<T, N, M> psum(const DistributedArray<T, N, M>& a, const AxisNames& axes) {
-  return detail::coll::run_reduction(detail::coll::CollectiveCode::psum, detail::coll::ReduceOp::sum, a, axes);
+  return detail::run_reduction(detail::CollectiveCode::psum, detail::ReduceOp::sum, a, axes);
 }
 
 // The same into `out`, an array shaped and sharded as the result (e.g. a previous call's): no allocation.
 template <class T, int N, class M>
 void psum(const DistributedArray<T, N, M>& a, const AxisNames& axes, DistributedArray<T, N, M>& out) {
-  detail::coll::run_reduction(detail::coll::CollectiveCode::psum, detail::coll::ReduceOp::sum, a, axes, out);
+  detail::run_reduction(detail::CollectiveCode::psum, detail::ReduceOp::sum, a, axes, out);
 }
 
 // Element-wise maximum over the groups, as psum. Real element types only (complex numbers have no order).
 template <class T, int N, class M>
 DistributedArray<T, N, M> pmax(const DistributedArray<T, N, M>& a, const AxisNames& axes) {
   static_assert(!detail::is_kokkos_complex<T>::value, "pmax: complex numbers have no order; use a real element type");
-  return detail::coll::run_reduction(detail::coll::CollectiveCode::pmax, detail::coll::ReduceOp::max, a, axes);
+  return detail::run_reduction(detail::CollectiveCode::pmax, detail::ReduceOp::max, a, axes);
 }
 
 // The same into `out`, an array shaped and sharded as the result (e.g. a previous call's): no allocation.
 template <class T, int N, class M>
 void pmax(const DistributedArray<T, N, M>& a, const AxisNames& axes, DistributedArray<T, N, M>& out) {
   static_assert(!detail::is_kokkos_complex<T>::value, "pmax: complex numbers have no order; use a real element type");
-  detail::coll::run_reduction(detail::coll::CollectiveCode::pmax, detail::coll::ReduceOp::max, a, axes, out);
+  detail::run_reduction(detail::CollectiveCode::pmax, detail::ReduceOp::max, a, axes, out);
 }
 
 // Element-wise minimum over the groups, as psum. Real element types only.
 template <class T, int N, class M>
 DistributedArray<T, N, M> pmin(const DistributedArray<T, N, M>& a, const AxisNames& axes) {
   static_assert(!detail::is_kokkos_complex<T>::value, "pmin: complex numbers have no order; use a real element type");
-  return detail::coll::run_reduction(detail::coll::CollectiveCode::pmin, detail::coll::ReduceOp::min, a, axes);
+  return detail::run_reduction(detail::CollectiveCode::pmin, detail::ReduceOp::min, a, axes);
 }
 
 // The same into `out`, an array shaped and sharded as the result (e.g. a previous call's): no allocation.
 template <class T, int N, class M>
 void pmin(const DistributedArray<T, N, M>& a, const AxisNames& axes, DistributedArray<T, N, M>& out) {
   static_assert(!detail::is_kokkos_complex<T>::value, "pmin: complex numbers have no order; use a real element type");
-  detail::coll::run_reduction(detail::coll::CollectiveCode::pmin, detail::coll::ReduceOp::min, a, axes, out);
+  detail::run_reduction(detail::CollectiveCode::pmin, detail::ReduceOp::min, a, axes, out);
 }
 
 }  // namespace darray

@@ -122,10 +122,10 @@ std::string to_string(const DistributedArray<T, N, M>& a, const PrintOptions& op
       if (!summary || 2 * e >= len || i < e || i >= len - e) sel[d].push_back(i);
   }
   const std::vector<T> values = detail::gather_printed(a, sel);
-  if (N == 0) return detail::fmt::scalar_string(values.at(0));
+  if (N == 0) return detail::scalar_string(values.at(0));
   std::vector<int64_t> sel_shape;
   for (const auto& s : sel) sel_shape.push_back(static_cast<int64_t>(s.size()));
-  return detail::fmt::format_array(values, sel_shape, shape, summary, options.edgeitems, options.linewidth);
+  return detail::format_array(values, sel_shape, shape, summary, options.edgeitems, options.linewidth);
 }
 
 // os << to_string(a). Collective, like to_string: every process must reach it (each prints to its own os).

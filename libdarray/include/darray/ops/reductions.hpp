@@ -25,7 +25,6 @@
 
 namespace darray {
 namespace detail {
-namespace ops {
 
 // What mean returns: double for integers (as NumPy), the element type otherwise.
 template <class T>
@@ -49,7 +48,7 @@ void check_nonempty(const char* api, const DistributedArray<T, N, M>& a) {
                                               << "at least one element");
 }
 
-template <Op op, class Acc, class T, int N, class M>
+template <ArrayOp op, class Acc, class T, int N, class M>
 Acc reduce_all_as(const DistributedArray<T, N, M>& a) {
   return reduce_all<op, Acc>(a, [&](std::size_t k) { return LoadAs<Acc, T>{a.addressable_shards()[k].data.data()}; });
 }
@@ -76,7 +75,7 @@ struct LoadProduct {
 
 // The reduction of each block along `axis` (a rank N-1 array sharded like a without that dim, whose replicas
 // along the mesh axes of that dim hold partial results), then psum/pmax/pmin over those mesh axes.
-template <Op op, class Acc, class T, int N, class M>
+template <ArrayOp op, class Acc, class T, int N, class M>
 DistributedArray<Acc, N - 1, M> reduce_along(const char* api, const DistributedArray<T, N, M>& a, int axis) {
   static_assert(N >= 1, "a reduction along an axis needs an array of rank 1 or more");
   const int ax = normalize_axis(api, axis, N);
@@ -108,20 +107,20 @@ DistributedArray<Acc, N - 1, M> reduce_along(const char* api, const DistributedA
   Kokkos::fence();
   DistributedArray<Acc, N - 1, M> partial = detail::adopt_shards<Acc, N - 1, M>(rshape, rs, std::move(shards));
   if (mesh_axes.empty()) return partial;
-  if constexpr (op == Op::sum) {
+  if constexpr (op == ArrayOp::sum) {
     return psum(partial, mesh_axes);
   } else {
-    auto result = op == Op::max ? pmax(partial, mesh_axes) : pmin(partial, mesh_axes);
+    auto result = op == ArrayOp::max ? pmax(partial, mesh_axes) : pmin(partial, mesh_axes);
     if constexpr (std::is_floating_point<Acc>::value) {
       // MPI's and the collectives' max and min drop NaN; NumPy's keep it. Only when a partial holds one (decided
       // by all processes together) do the NaN positions travel by a second psum.
       int mine = 0;
       for (const auto& s : partial.addressable_shards()) {
         const Acc* p = s.data.data();
-        mine += reduce_range<Op::sum, int, Exec>(
+        mine += reduce_range<ArrayOp::sum, int, Exec>(
             static_cast<int64_t>(s.data.size()), KOKKOS_LAMBDA(int64_t i) { return p[i] != p[i] ? 1 : 0; });
       }
-      if (combine_processes<Op::max>(mine > 0 ? 1 : 0) > 0) {
+      if (combine_processes<ArrayOp::max>(mine > 0 ? 1 : 0) > 0) {
         const auto nan_count = psum(map(
                                         partial, KOKKOS_LAMBDA(Acc x) { return x != x ? 1 : 0; }),
                                     mesh_axes);
@@ -134,43 +133,42 @@ DistributedArray<Acc, N - 1, M> reduce_along(const char* api, const DistributedA
   }
 }
 
-}  // namespace ops
 }  // namespace detail
 
 // The sum of all elements, in the element type (integers wrap as they do). NaN and inf as IEEE addition.
 template <class T, int N, class M>
 T sum(const DistributedArray<T, N, M>& a) {
-  return detail::ops::reduce_all_as<detail::ops::Op::sum, T>(a);
+  return detail::reduce_all_as<detail::ArrayOp::sum, T>(a);
 }
 
 // The product of all elements, in the element type.
 template <class T, int N, class M>
 T prod(const DistributedArray<T, N, M>& a) {
-  return detail::ops::reduce_all_as<detail::ops::Op::prod, T>(a);
+  return detail::reduce_all_as<detail::ArrayOp::prod, T>(a);
 }
 
 // The largest element; NaN when any element is NaN. InvalidArgument for an empty array. Real element types.
 template <class T, int N, class M>
 T max(const DistributedArray<T, N, M>& a) {
   static_assert(!detail::is_kokkos_complex<T>::value, "max: complex numbers have no order; use a real element type");
-  detail::ops::check_nonempty("max", a);
-  return detail::ops::reduce_all_as<detail::ops::Op::max, T>(a);
+  detail::check_nonempty("max", a);
+  return detail::reduce_all_as<detail::ArrayOp::max, T>(a);
 }
 
 // The smallest element; NaN when any element is NaN. InvalidArgument for an empty array. Real element types.
 template <class T, int N, class M>
 T min(const DistributedArray<T, N, M>& a) {
   static_assert(!detail::is_kokkos_complex<T>::value, "min: complex numbers have no order; use a real element type");
-  detail::ops::check_nonempty("min", a);
-  return detail::ops::reduce_all_as<detail::ops::Op::min, T>(a);
+  detail::check_nonempty("min", a);
+  return detail::reduce_all_as<detail::ArrayOp::min, T>(a);
 }
 
 // The arithmetic mean: sum / size, summed in double for integer elements (then double), in T otherwise. NaN for
 // an empty array, as NumPy's (which also warns).
 template <class T, int N, class M>
-detail::ops::mean_type<T> mean(const DistributedArray<T, N, M>& a) {
-  using R = detail::ops::mean_type<T>;
-  const R s = detail::ops::reduce_all_as<detail::ops::Op::sum, R>(a);
+detail::mean_type<T> mean(const DistributedArray<T, N, M>& a) {
+  using R = detail::mean_type<T>;
+  const R s = detail::reduce_all_as<detail::ArrayOp::sum, R>(a);
   if (a.size() == 0) return s / R(std::numeric_limits<double>::quiet_NaN());
   return s / R(static_cast<double>(a.size()));
 }
@@ -180,18 +178,18 @@ detail::ops::mean_type<T> mean(const DistributedArray<T, N, M>& a) {
 template <class T, int N, class M>
 T dot(const DistributedArray<T, N, M>& a, const DistributedArray<T, N, M>& b) {
   detail::check_same_layout("dot", a, b);
-  return detail::ops::reduce_all<detail::ops::Op::sum, T>(a, [&](std::size_t k) {
-    return detail::ops::LoadProduct<T>{a.addressable_shards()[k].data.data(), b.addressable_shards()[k].data.data()};
+  return detail::reduce_all<detail::ArrayOp::sum, T>(a, [&](std::size_t k) {
+    return detail::LoadProduct<T>{a.addressable_shards()[k].data.data(), b.addressable_shards()[k].data.data()};
   });
 }
 
 // The 2-norm sqrt(sum |x|^2) of all elements (numpy.linalg.norm of the flattened array): real for complex
 // elements, double for integers.
 template <class T, int N, class M>
-typename detail::ops::norm_type_of<T>::type norm(const DistributedArray<T, N, M>& a) {
-  using R = typename detail::ops::norm_type_of<T>::type;
-  const R s = detail::ops::reduce_all<detail::ops::Op::sum, R>(
-      a, [&](std::size_t k) { return detail::ops::LoadAbs2<R, T>{a.addressable_shards()[k].data.data()}; });
+typename detail::norm_type_of<T>::type norm(const DistributedArray<T, N, M>& a) {
+  using R = typename detail::norm_type_of<T>::type;
+  const R s = detail::reduce_all<detail::ArrayOp::sum, R>(
+      a, [&](std::size_t k) { return detail::LoadAbs2<R, T>{a.addressable_shards()[k].data.data()}; });
   return std::sqrt(s);
 }
 
@@ -200,37 +198,42 @@ typename detail::ops::norm_type_of<T>::type norm(const DistributedArray<T, N, M>
 // the dim was sharded on (psum).
 template <class T, int N, class M>
 DistributedArray<T, N - 1, M> sum(const DistributedArray<T, N, M>& a, int axis) {
-  return detail::ops::reduce_along<detail::ops::Op::sum, T>("sum", a, axis);
+  return detail::reduce_along<detail::ArrayOp::sum, T>("sum", a, axis);
 }
+
+namespace detail {
+
+// max / min along an axis: a real element type and a non-empty axis.
+template <ArrayOp O, class T, int N, class M>
+DistributedArray<T, N - 1, M> extreme_along(const char* api, const DistributedArray<T, N, M>& a, int axis) {
+  static_assert(!is_kokkos_complex<T>::value, "max, min: complex numbers have no order; use a real element type");
+  const int ax = normalize_axis(api, axis, N);
+  DARRAY_THROW_IF(a.shape()[static_cast<std::size_t>(ax)] == 0, InvalidArgument, api,
+                  "axis " << axis << " of shape " << numpy_shape_string(a.shape()) << " has length 0, so the "
+                          << (O == ArrayOp::max ? "maximum" : "minimum") << " has no value; expected a non-empty axis");
+  return reduce_along<O, T>(api, a, ax);
+}
+
+}  // namespace detail
 
 // The maximum along `axis`, NaN where a NaN is reduced. InvalidArgument when the axis has length 0.
 template <class T, int N, class M>
 DistributedArray<T, N - 1, M> max(const DistributedArray<T, N, M>& a, int axis) {
-  static_assert(!detail::is_kokkos_complex<T>::value, "max: complex numbers have no order; use a real element type");
-  const int ax = detail::ops::normalize_axis("max", axis, N);
-  DARRAY_THROW_IF(a.shape()[static_cast<std::size_t>(ax)] == 0, InvalidArgument, "max",
-                  "axis " << axis << " of shape " << numpy_shape_string(a.shape())
-                          << " has length 0, so the maximum has no value; expected a non-empty axis");
-  return detail::ops::reduce_along<detail::ops::Op::max, T>("max", a, ax);
+  return detail::extreme_along<detail::ArrayOp::max>("max", a, axis);
 }
 
 // The minimum along `axis`, as max.
 template <class T, int N, class M>
 DistributedArray<T, N - 1, M> min(const DistributedArray<T, N, M>& a, int axis) {
-  static_assert(!detail::is_kokkos_complex<T>::value, "min: complex numbers have no order; use a real element type");
-  const int ax = detail::ops::normalize_axis("min", axis, N);
-  DARRAY_THROW_IF(a.shape()[static_cast<std::size_t>(ax)] == 0, InvalidArgument, "min",
-                  "axis " << axis << " of shape " << numpy_shape_string(a.shape())
-                          << " has length 0, so the minimum has no value; expected a non-empty axis");
-  return detail::ops::reduce_along<detail::ops::Op::min, T>("min", a, ax);
+  return detail::extreme_along<detail::ArrayOp::min>("min", a, axis);
 }
 
 // The mean along `axis`: the sum (in double for integer elements) divided by the axis length; NaN for length 0.
 template <class T, int N, class M>
-DistributedArray<detail::ops::mean_type<T>, N - 1, M> mean(const DistributedArray<T, N, M>& a, int axis) {
-  using R = detail::ops::mean_type<T>;
-  const int ax = detail::ops::normalize_axis("mean", axis, N);
-  const auto s = detail::ops::reduce_along<detail::ops::Op::sum, R>("mean", a, ax);
+DistributedArray<detail::mean_type<T>, N - 1, M> mean(const DistributedArray<T, N, M>& a, int axis) {
+  using R = detail::mean_type<T>;
+  const int ax = detail::normalize_axis("mean", axis, N);
+  const auto s = detail::reduce_along<detail::ArrayOp::sum, R>("mean", a, ax);
   const auto len = static_cast<double>(a.shape()[static_cast<std::size_t>(ax)]);
   const R divisor = len > 0 ? R(len) : R(std::numeric_limits<double>::quiet_NaN());
   return map(

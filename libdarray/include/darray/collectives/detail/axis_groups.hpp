@@ -14,7 +14,6 @@
 
 namespace darray {
 namespace detail {
-namespace coll {
 
 class AxisGroups {
  public:
@@ -116,6 +115,5 @@ inline ProcessComponents process_components(const AxisGroups& groups, int proces
   return out;
 }
 
-}  // namespace coll
 }  // namespace detail
 }  // namespace darray

@@ -17,7 +17,6 @@
 
 namespace darray {
 namespace detail {
-namespace coll {
 
 // "operand of shape (10,) sharded PartitionSpec('x') on Mesh('x': 4)": the context every collective error names.
 inline std::string describe_operand(const Shape& shape, const NamedSharding& sharding) {
@@ -52,8 +51,8 @@ inline int normalize_dim(const char* api, const char* what, int dim, int rank) {
                                               const std::string& why, const Shape& shape,
                                               const NamedSharding& sharding) {
   DARRAY_THROW(InvalidArgument, api,
-               "blocks along " << axes_phrase(mesh, axes) << " have unequal shapes: " << a << " holds " << numpy_shape_string(sa)
-                               << " but " << b << " holds " << numpy_shape_string(sb) << " ("
+               "blocks along " << axes_phrase(mesh, axes) << " have unequal shapes: " << a << " holds "
+                               << numpy_shape_string(sa) << " but " << b << " holds " << numpy_shape_string(sb) << " ("
                                << describe_operand(shape, sharding) << "); " << why
                                << ", so make each sharded dim a multiple of its number of parts");
 }
@@ -102,6 +101,5 @@ inline void check_chunks(const char* api, const AxisGroups& groups, const GroupS
                          << describe_operand(shape, s) << "); expected a multiple of " << n);
 }
 
-}  // namespace coll
 }  // namespace detail
 }  // namespace darray

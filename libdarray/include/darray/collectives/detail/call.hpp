@@ -17,7 +17,6 @@
 
 namespace darray {
 namespace detail {
-namespace coll {
 
 enum class CollectiveCode : int {
   psum = 1,
@@ -55,6 +54,5 @@ inline std::string perm_text(const std::vector<std::pair<int, int>>& perm) {
   return os.str() + "]";
 }
 
-}  // namespace coll
 }  // namespace detail
 }  // namespace darray

@@ -6,7 +6,9 @@
 #include <mpi.h>
 
 #include <Kokkos_Core.hpp>
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 
@@ -17,7 +19,6 @@
 
 namespace darray {
 namespace detail {
-namespace coll {
 
 enum class ReduceOp { sum, max, min };
 
@@ -93,9 +94,32 @@ MPI_Op mpi_reduce_op(ReduceOp op) {
   return op == ReduceOp::max ? MPI_MAX : MPI_MIN;
 }
 
+// Whether a loop of n elements on Exec runs right here rather than as a Kokkos kernel: always on Kokkos::Serial (the
+// kernel would run the same loop, after building its label string and profiling hooks), and for small loops on
+// other host spaces, where launching threads costs more than the work.
+template <class Exec>
+constexpr bool host_execution_space_v = Kokkos::SpaceAccessibility<Exec, Kokkos::HostSpace>::accessible;
+
+template <class T, class Exec>
+bool loop_inline(int64_t n) {
+  if constexpr (!host_execution_space_v<Exec>) {
+    (void)n;
+    return false;
+  } else {
+#if defined(KOKKOS_ENABLE_SERIAL)
+    if constexpr (std::is_same<Exec, Kokkos::Serial>::value) return true;
+#endif
+    return static_cast<std::size_t>(n) * sizeof(T) <= std::size_t(32) << 10;
+  }
+}
+
 template <class T, class Exec>
 void fill_kernel(const Exec& space, T* dst, int64_t n, T value) {
   if (n == 0) return;
+  if (loop_inline<T, Exec>(n)) {
+    for (int64_t i = 0; i < n; ++i) dst[i] = value;
+    return;
+  }
   Kokkos::parallel_for(
       "darray::collective_fill", Kokkos::RangePolicy<Exec, Kokkos::IndexType<int64_t>>(space, 0, n),
       KOKKOS_LAMBDA(const int64_t i) { dst[i] = value; });
@@ -104,33 +128,60 @@ void fill_kernel(const Exec& space, T* dst, int64_t n, T value) {
 template <class T, class Exec>
 void copy_kernel(const Exec& space, T* dst, const T* src, int64_t n) {
   if (n == 0) return;
+  if (loop_inline<T, Exec>(n)) {
+    std::memcpy(static_cast<void*>(dst), static_cast<const void*>(src), static_cast<std::size_t>(n) * sizeof(T));
+    return;
+  }
   Kokkos::parallel_for(
       "darray::collective_copy", Kokkos::RangePolicy<Exec, Kokkos::IndexType<int64_t>>(space, 0, n),
       KOKKOS_LAMBDA(const int64_t i) { dst[i] = src[i]; });
 }
 
-// dst[i] = op(dst[i], src[i]). Not fenced. max and min propagate NaN from either side (src != src only for NaN).
+// One element of dst = op(dst, src). max and min propagate NaN from either side (src != src only for NaN).
+template <class T>
+KOKKOS_INLINE_FUNCTION T combine_max(const T& d, const T& s) {
+  return s > d || s != s ? s : d;
+}
+template <class T>
+KOKKOS_INLINE_FUNCTION T combine_min(const T& d, const T& s) {
+  return s < d || s != s ? s : d;
+}
+
+// dst[i] = op(dst[i], src[i]). Not fenced.
 template <class T, class Exec>
 void combine_kernel(const Exec& space, ReduceOp op, T* dst, const T* src, int64_t n) {
   if (n == 0) return;
+  const bool inline_loop = loop_inline<T, Exec>(n);
   using Policy = Kokkos::RangePolicy<Exec, Kokkos::IndexType<int64_t>>;
   if (op == ReduceOp::sum) {
+    if (inline_loop) {
+      for (int64_t i = 0; i < n; ++i) dst[i] += src[i];
+      return;
+    }
     Kokkos::parallel_for(
         "darray::psum_combine", Policy(space, 0, n), KOKKOS_LAMBDA(const int64_t i) { dst[i] += src[i]; });
     return;
   }
   if constexpr (!is_kokkos_complex<T>::value) {
-    if (op == ReduceOp::max)
+    if (op == ReduceOp::max) {
+      if (inline_loop) {
+        for (int64_t i = 0; i < n; ++i) dst[i] = combine_max(dst[i], src[i]);
+        return;
+      }
       Kokkos::parallel_for(
           "darray::pmax_combine", Policy(space, 0, n),
-          KOKKOS_LAMBDA(const int64_t i) { dst[i] = src[i] > dst[i] || src[i] != src[i] ? src[i] : dst[i]; });
-    else
+          KOKKOS_LAMBDA(const int64_t i) { dst[i] = combine_max(dst[i], src[i]); });
+    } else {
+      if (inline_loop) {
+        for (int64_t i = 0; i < n; ++i) dst[i] = combine_min(dst[i], src[i]);
+        return;
+      }
       Kokkos::parallel_for(
           "darray::pmin_combine", Policy(space, 0, n),
-          KOKKOS_LAMBDA(const int64_t i) { dst[i] = src[i] < dst[i] || src[i] != src[i] ? src[i] : dst[i]; });
+          KOKKOS_LAMBDA(const int64_t i) { dst[i] = combine_min(dst[i], src[i]); });
+    }
   }
 }
 
-}  // namespace coll
 }  // namespace detail
 }  // namespace darray

@@ -27,10 +27,6 @@
 
 namespace darray {
 namespace detail {
-namespace coll {
-
-template <class T>
-using ShardPointers = std::unordered_map<int64_t, const T*>;
 
 // Copies the region (src_start, extent) of a row-major src_shape buffer to dst_start of a row-major dst_shape
 // buffer, both in M: memcpy runs on the host, a kernel on `space` otherwise (not fenced).
@@ -75,43 +71,102 @@ Transport& reduce_group_transport(const CollectivePlan& plan) {
   return *plan.reduce_group[which];
 }
 
-// A reduction whose one slot holds one device of this process and whose result blocks are each that whole slot
-// (psum of a block over an axis that spans processes, one device per process in the group): MPI reduces straight from
-// the operand block into the first result block, without the slot buffer and its two copies; the other result
-// blocks copy it. Host memory and the MPI transport only; returns false when the plan is not of that form.
-template <class T, int R, class M>
-bool reduce_straight_into_result(const CollectivePlan& plan, const ShardPointers<T>& shard, ReduceOp op,
-                                 std::vector<Shard<T, R, M>>& out) {
-  if (!direct_host_access<M>() || plan.colors.empty() || plan.component_size == 1 || plan.slots.size() != 1 ||
-      plan.slots[0].members.size() != 1 || plan.copies.empty())
-    return false;
-  const Slot& slot = plan.slots[0];
-  const int64_t n = volume(slot.shape);
-  for (const Copy& c : plan.copies) {
-    if (c.from != CopySource::slot || c.source != 0 || c.src_shape != c.extent ||
-        c.extent != box_shape(out[c.target].index) || volume(c.extent) != n)
-      return false;
-    for (const int64_t s : c.src_start)
-      if (s != 0) return false;
-    for (const int64_t s : c.dst_start)
-      if (s != 0) return false;
+// The operand block of each plan target (plan.targets order), in a buffer reused by every call on this thread. The
+// operand's shards are in the plan's local-device order; a mismatch (never expected) is an internal error.
+template <class T, int N, class M>
+const std::vector<const T*>& operand_blocks(const CollectivePlan& plan, const DistributedArray<T, N, M>& a) {
+  static thread_local std::vector<const T*> blocks;
+  const auto& shards = a.addressable_shards();
+  DARRAY_THROW_IF(
+      shards.size() != plan.targets.size(), Error, "collective",
+      "internal: operand has " << shards.size() << " blocks on this process; the plan has " << plan.targets.size());
+  blocks.resize(shards.size());
+  for (std::size_t k = 0; k < shards.size(); ++k) {
+    DARRAY_THROW_IF(shards[k].device.id != plan.targets[k].device.id, Error, "collective",
+                    "internal: operand block " << k << " is on device " << shards[k].device.id << ", the plan's on "
+                                               << plan.targets[k].device.id);
+    blocks[k] = shards[k].data.data();
   }
-  Transport& t = reduce_group_transport<T, M>(plan);
-  if (t.backend() != Backend::mpi) return false;
-  const MPI_Comm comm = dynamic_cast<MpiTransport&>(t).comm();
-  T* first = out[plan.copies[0].target].data.data();
-  const std::size_t count = static_cast<std::size_t>(n) * ReduceScalar<T>::lanes;
-  allreduce(comm, shard.at(slot.members[0]), first, count, mpi_reduce_datatype<T>(), mpi_reduce_op<T>(op));
-  for (std::size_t k = 1; k < plan.copies.size(); ++k)
-    std::memcpy(static_cast<void*>(out[plan.copies[k].target].data.data()), static_cast<const void*>(first),
-                static_cast<std::size_t>(n) * sizeof(T));
+  return blocks;
+}
+
+// The plan target (local block position) of device `id`.
+inline std::size_t target_of(const CollectivePlan& plan, int64_t id) {
+  for (std::size_t k = 0; k < plan.targets.size(); ++k)
+    if (plan.targets[k].device.id == id) return k;
+  DARRAY_THROW(Error, "collective", "internal: device " << id << " is not one of this process's");
+}
+
+// A reduction whose every result block is one whole slot (psum, pmax, pmin): each slot is combined in the first
+// result block that receives it, reduced across processes there (from the operand block straight into it when the
+// slot has one local device), then copied to the slot's other result blocks: no slot buffer, no copies in and out of
+// it. Host memory and the MPI transport; one slot when processes take part (one allreduce per call). Returns false,
+// having moved nothing, when the plan is not of that form.
+template <class T, int R, class M, class Exec>
+bool reduce_in_result_blocks(const Exec& space, const CollectivePlan& plan, const std::vector<const T*>& operand,
+                             ReduceOp op, const std::vector<Shard<T, R, M>>& out) {
+  if (!direct_host_access<M>() || plan.copies.empty()) return false;
+  const bool across = !plan.colors.empty() && plan.component_size > 1;
+  if (across && plan.slots.size() != 1) return false;
+  static thread_local std::vector<T*> first;
+  first.assign(plan.slots.size(), nullptr);
+  for (const Copy& c : plan.copies) {
+    if (c.from != CopySource::slot || c.src_shape != c.extent ||
+        volume(c.extent) != volume(plan.slots[static_cast<std::size_t>(c.source)].shape))
+      return false;
+    const Index& block = out[c.target].index;
+    if (block.size() != c.extent.size()) return false;
+    for (std::size_t d = 0; d < block.size(); ++d)
+      if (block[d].size() != c.extent[d]) return false;
+    for (const int64_t v : c.src_start)
+      if (v != 0) return false;
+    for (const int64_t v : c.dst_start)
+      if (v != 0) return false;
+    T*& f = first[static_cast<std::size_t>(c.source)];
+    if (f == nullptr) f = out[c.target].data.data();
+  }
+  for (T* f : first)
+    if (f == nullptr) return false;
+  for (const auto& o : out)  // a kept output that is the operand itself takes the slot buffer's path
+    for (const T* p : operand)
+      if (o.data.data() == p) return false;
+  // Every process with colors looks its component up (collective the first time), across or not.
+  Transport* t = plan.colors.empty() ? nullptr : &reduce_group_transport<T, M>(plan);
+  if (across && t->backend() != Backend::mpi) return false;
+  const MPI_Comm comm = across ? dynamic_cast<MpiTransport&>(*t).comm() : MPI_COMM_NULL;
+  for (std::size_t s = 0; s < plan.slots.size(); ++s) {
+    const Slot& slot = plan.slots[s];
+    T* dst = first[s];
+    const int64_t n = volume(slot.shape);
+    const std::size_t count = static_cast<std::size_t>(n) * ReduceScalar<T>::lanes;
+    if (across && slot.members.size() == 1) {
+      allreduce(comm, operand[target_of(plan, slot.members[0])], dst, count, mpi_reduce_datatype<T>(),
+                mpi_reduce_op<T>(op));
+      continue;
+    }
+    if (slot.members.empty())
+      fill_kernel(space, dst, n, reduce_identity<T>(op));
+    else
+      copy_kernel(space, dst, operand[target_of(plan, slot.members[0])], n);
+    for (std::size_t k = 1; k < slot.members.size(); ++k)
+      combine_kernel(space, op, dst, operand[target_of(plan, slot.members[k])], n);
+    space.fence();
+    if (across) allreduce(comm, MPI_IN_PLACE, dst, count, mpi_reduce_datatype<T>(), mpi_reduce_op<T>(op));
+  }
+  for (const Copy& c : plan.copies) {
+    T* dst = out[c.target].data.data();
+    const T* src = first[static_cast<std::size_t>(c.source)];
+    if (dst != src)
+      std::memcpy(static_cast<void*>(dst), static_cast<const void*>(src),
+                  static_cast<std::size_t>(volume(c.extent)) * sizeof(T));
+  }
   return true;
 }
 
 // Local combine of each slot, then one allreduce over the component. Collective over all processes when the plan
 // has colors (the component communicator is created on first use), over the component afterwards.
 template <class T, class M, class Exec>
-Kokkos::View<T*, M> reduce_slots(const Exec& space, const CollectivePlan& plan, const ShardPointers<T>& shard,
+Kokkos::View<T*, M> reduce_slots(const Exec& space, const CollectivePlan& plan, const std::vector<const T*>& operand,
                                  ReduceOp op) {
   const auto slots =
       cached_view<Kokkos::View<T*, M>>("darray::collective slots", static_cast<std::size_t>(plan.slot_elements));
@@ -122,8 +177,9 @@ Kokkos::View<T*, M> reduce_slots(const Exec& space, const CollectivePlan& plan, 
       fill_kernel(space, dst, n, reduce_identity<T>(op));
       continue;
     }
-    copy_kernel(space, dst, shard.at(slot.members[0]), n);
-    for (std::size_t k = 1; k < slot.members.size(); ++k) combine_kernel(space, op, dst, shard.at(slot.members[k]), n);
+    copy_kernel(space, dst, operand[target_of(plan, slot.members[0])], n);
+    for (std::size_t k = 1; k < slot.members.size(); ++k)
+      combine_kernel(space, op, dst, operand[target_of(plan, slot.members[k])], n);
   }
   space.fence();  // MPI and NCCL read what the kernels wrote
   if (plan.colors.empty()) return slots;
@@ -214,22 +270,22 @@ void check_kept_output(const char* api, const CollectivePlan& plan, const Distri
 // fill done by the allocation).
 template <int R, class T, int N, class M>
 void execute_plan_into(const char* api, const CollectivePlan& plan, const DistributedArray<T, N, M>& a, bool reduction,
-                       ReduceOp op, std::vector<Shard<T, R, M>>& out, bool fresh) {
+                       ReduceOp op, const std::vector<Shard<T, R, M>>& out, bool fresh) {
+  (void)api;
   using Exec = typename M::execution_space;
   const Exec space;
   Kokkos::fence();  // kernels that wrote the operand may still run
-  ShardPointers<T> shard;
-  for (const auto& s : a.addressable_shards()) shard.emplace(s.device.id, s.data.data());
+  const std::vector<const T*>& operand = operand_blocks(plan, a);
   if (!fresh)
     for (std::size_t t = 0; t < plan.targets.size(); ++t)
       if (plan.targets[t].zero_fill) Kokkos::deep_copy(space, out[t].data, T{});
 
   if (reduction) {
-    if (reduce_straight_into_result<T, R, M>(plan, shard, op, out)) return;
-    const Kokkos::View<T*, M> slots = reduce_slots<T, M>(space, plan, shard, op);
+    if (reduce_in_result_blocks<T, R, M>(space, plan, operand, op, out)) return;
+    const Kokkos::View<T*, M> slots = reduce_slots<T, M>(space, plan, operand, op);
     for (const Copy& c : plan.copies) {
       const T* src = slots.data() + plan.slots[static_cast<std::size_t>(c.source)].offset;
-      auto& dst = out[c.target];
+      const auto& dst = out[c.target];
       copy_region<T, M>(space, src, c.src_shape, c.src_start, dst.data.data(), box_shape(dst.index), c.dst_start,
                         c.extent);
     }
@@ -237,13 +293,10 @@ void execute_plan_into(const char* api, const CollectivePlan& plan, const Distri
     return;
   }
   const MoveEngine& engine = collective_engine(plan, sizeof(T));
-  std::vector<const T*> src(plan.targets.size());
-  std::vector<T*> dst(plan.targets.size());
-  for (std::size_t k = 0; k < plan.targets.size(); ++k) {
-    src[k] = shard.at(plan.targets[k].device.id);
-    dst[k] = out[k].data.data();
-  }
-  engine.run<T, M>(src, dst);
+  static thread_local std::vector<T*> dst;
+  dst.resize(out.size());
+  for (std::size_t k = 0; k < out.size(); ++k) dst[k] = out[k].data.data();
+  engine.run<T, M>(operand, dst);
 }
 
 // The result of the plan on operand a (rank R may differ from N: all_gather stacked), in fresh blocks.
@@ -252,10 +305,10 @@ DistributedArray<T, R, M> execute_plan(const char* api, const CollectivePlan& pl
                                        bool reduction, ReduceOp op) {
   std::vector<Shard<T, R, M>> out;
   out.reserve(plan.targets.size());
+  const std::string label = std::string("darray::") + api;
   for (const Target& t : plan.targets)
     out.push_back(Shard<T, R, M>{t.device, t.out_index, plan.out_sharding.replica_id(t.device),
-                                 allocate_view<T, R, M>(std::string("darray::") + api, box_shape(t.out_index),
-                                                        /*initialize=*/t.zero_fill)});
+                                 allocate_view<T, R, M>(label, box_shape(t.out_index), /*initialize=*/t.zero_fill)});
   execute_plan_into<R>(api, plan, a, reduction, op, out, /*fresh=*/true);
   return detail::adopt_shards<T, R, M>(plan.out_shape, plan.out_sharding, std::move(out));
 }
@@ -265,10 +318,9 @@ template <int R, class T, int N, class M>
 void execute_plan(const char* api, const CollectivePlan& plan, const DistributedArray<T, N, M>& a, bool reduction,
                   ReduceOp op, DistributedArray<T, R, M>& out) {
   check_kept_output(api, plan, out);
-  auto shards = out.addressable_shards();  // views share their data: writing them writes `out`
-  execute_plan_into<R>(api, plan, a, reduction, op, shards, /*fresh=*/false);
+  // The shards' views share their data: writing through them writes `out`.
+  execute_plan_into<R>(api, plan, a, reduction, op, out.addressable_shards(), /*fresh=*/false);
 }
 
-}  // namespace coll
 }  // namespace detail
 }  // namespace darray

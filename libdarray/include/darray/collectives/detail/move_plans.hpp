@@ -27,7 +27,6 @@
 
 namespace darray {
 namespace detail {
-namespace coll {
 
 // Which processes hold a copy of a block (all devices with the same part indices hold the same data), memoized:
 // a piece whose receiver already holds a replica is copied there instead of sent.
@@ -322,6 +321,5 @@ inline CollectivePlan build_ppermute_plan(const NamedSharding& s, const Shape& s
   return plan;
 }
 
-}  // namespace coll
 }  // namespace detail
 }  // namespace darray

@@ -19,7 +19,6 @@
 
 namespace darray {
 namespace detail {
-namespace coll {
 
 template <class T>
 constexpr bool nccl_reducible() {
@@ -72,6 +71,5 @@ void nccl_allreduce(NcclTransport& t, T* data, int64_t count, ReduceOp op) {
 
 #endif  // DARRAY_HAS_NCCL
 
-}  // namespace coll
 }  // namespace detail
 }  // namespace darray

@@ -24,7 +24,6 @@ namespace darray {
 class Transport;
 namespace detail {
 class MoveEngine;
-namespace coll {
 
 // The result block of one of this process's devices.
 struct Target {
@@ -144,6 +143,5 @@ std::shared_ptr<const CollectivePlan> cached_plan(const PlanKey& key, Build&& bu
   return collective_plan_cache().get(key, [&] { return std::make_shared<const CollectivePlan>(build()); });
 }
 
-}  // namespace coll
 }  // namespace detail
 }  // namespace darray

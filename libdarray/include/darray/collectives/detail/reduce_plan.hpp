@@ -21,7 +21,6 @@
 
 namespace darray {
 namespace detail {
-namespace coll {
 
 // scatter_dim < 0: psum/pmax/pmin (every device keeps its group's whole reduced block); otherwise psum_scatter
 // along that (normalized) dim over the single axis in `axes`.
@@ -88,6 +87,5 @@ inline CollectivePlan build_reduce_plan(const char* api, const NamedSharding& s,
   return plan;
 }
 
-}  // namespace coll
 }  // namespace detail
 }  // namespace darray

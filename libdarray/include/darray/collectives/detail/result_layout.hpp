@@ -23,7 +23,6 @@
 
 namespace darray {
 namespace detail {
-namespace coll {
 
 // The operand's spec entries, padded with replicated entries to `rank`.
 inline std::vector<PartitionSpec::Entry> spec_entries(const NamedSharding& s, std::size_t rank) {
@@ -114,6 +113,5 @@ inline void set_components(CollectivePlan& plan, const ProcessComponents& comps)
   for (std::size_t p = 0; p < plan.colors.size(); ++p) plan.group_ranks[p] = next[plan.colors[p]]++;
 }
 
-}  // namespace coll
 }  // namespace detail
 }  // namespace darray

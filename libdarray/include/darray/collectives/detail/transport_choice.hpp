@@ -11,7 +11,6 @@
 
 namespace darray {
 namespace detail {
-namespace coll {
 
 template <class M>
 bool collective_uses_nccl() {
@@ -34,6 +33,5 @@ Transport& reduce_transport() {
   return transport(collective_uses_nccl<M>() && nccl_reducible<T>() ? Backend::nccl : Backend::mpi);
 }
 
-}  // namespace coll
 }  // namespace detail
 }  // namespace darray

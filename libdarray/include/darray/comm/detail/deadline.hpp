@@ -29,57 +29,28 @@ inline int wait_timeout_seconds() {
 
 namespace detail {
 
-// Waits until every request in `requests` completed; completed ones become MPI_REQUEST_NULL. peers[i] (when given)
-// is the process, in the communicator's ranks, that request i waits on. With timeout_s > 0, after timeout_s seconds
-// throws MpiError: "<op>: timed out after T s (DARRAY_TIMEOUT_S) waiting for process(es) 1, 3; ...". The unfinished
-// requests are then left in `requests` for the caller to cancel or free (only it knows which are receives whose
-// buffers must stay alive). Failed requests throw MpiError naming op and the peer.
-inline void wait_all_until(std::vector<MPI_Request>& requests, const char* op, const std::vector<int>& peers = {},
-                           double timeout_s = wait_timeout_seconds()) {
-  const int n = static_cast<int>(requests.size());
-  if (n == 0) return;
-  std::vector<MPI_Status> statuses(requests.size());
-  const auto fail_in_status = [&](int count, const int* indices) {
-    for (int k = 0; k < count; ++k) {
-      const int i = indices ? indices[k] : k;
-      const int err = statuses[static_cast<std::size_t>(indices ? k : i)].MPI_ERROR;
-      if (err != MPI_SUCCESS && err != MPI_ERR_PENDING) {
-        std::ostringstream os;
-        os << "request " << i;
-        if (!peers.empty()) os << " (process " << peers[static_cast<std::size_t>(i)] << ")";
-        throw MpiError(op, os.str() + " failed: " + mpi_error_string(err), err, __FILE__, __LINE__);
-      }
-    }
-  };
-  if (timeout_s <= 0) {
-    const int rc = MPI_Waitall(n, requests.data(), statuses.data());
-    if (rc == MPI_ERR_IN_STATUS) fail_in_status(n, nullptr);
-    DARRAY_MPI_CHECK(rc);
-    return;
+// The pause between polls of a wait with a deadline: none for the first 1000 empty polls (messages usually arrive
+// within microseconds), then sleeps from 20 us doubling to 1 ms, so a long wait does not hold a core.
+class PollPause {
+ public:
+  void progressed() {
+    m_polls = 0;
+    m_pause = std::chrono::microseconds(0);
   }
-  using clock = std::chrono::steady_clock;
-  const auto start = clock::now();
-  std::vector<int> indices(requests.size());
-  auto pause = std::chrono::microseconds(0);
-  for (long polls = 0;; ++polls) {
-    int done = 0;
-    const int rc = MPI_Testsome(n, requests.data(), &done, indices.data(), statuses.data());
-    if (rc == MPI_ERR_IN_STATUS) fail_in_status(done, indices.data());
-    DARRAY_MPI_CHECK(rc);
-    if (done == MPI_UNDEFINED) return;  // no active request is left
-    const double elapsed = std::chrono::duration<double>(clock::now() - start).count();
-    if (elapsed >= timeout_s) break;
-    if (done > 0) {
-      polls = 0;
-      pause = std::chrono::microseconds(0);
-    } else if (polls >= 1000) {
-      pause = std::min(std::chrono::microseconds(1000), std::max(std::chrono::microseconds(20), pause * 2));
-      std::this_thread::sleep_for(pause);
-    }
+  void idle() {
+    if (++m_polls < 1000) return;
+    m_pause = std::min(std::chrono::microseconds(1000), std::max(std::chrono::microseconds(20), m_pause * 2));
+    std::this_thread::sleep_for(m_pause);
   }
-  std::vector<int> missing;
-  for (std::size_t i = 0; i < requests.size(); ++i)
-    if (requests[i] != MPI_REQUEST_NULL && !peers.empty()) missing.push_back(peers[i]);
+
+ private:
+  long m_polls = 0;
+  std::chrono::microseconds m_pause{0};
+};
+
+// The MpiError of a wait that passed its deadline: "<op>: timed out after T s (DARRAY_TIMEOUT_S) waiting for
+// process(es) 1, 3; ...". `missing`: the peers (communicator ranks) whose requests did not complete, may repeat.
+[[noreturn]] inline void throw_timed_out(const char* op, double timeout_s, std::vector<int> missing) {
   std::sort(missing.begin(), missing.end());
   missing.erase(std::unique(missing.begin(), missing.end()), missing.end());
   std::ostringstream os;
@@ -93,6 +64,67 @@ inline void wait_all_until(std::vector<MPI_Request>& requests, const char* op, c
   }
   os << "; they may have failed, left early or called a different operation";
   throw MpiError(op, os.str(), MPI_ERR_PENDING, __FILE__, __LINE__);
+}
+
+// Waits until every request in `requests` completed; completed ones become MPI_REQUEST_NULL. peers[i] (when given)
+// is the process, in the communicator's ranks, that request i waits on. With timeout_s > 0, after timeout_s seconds
+// throws throw_timed_out's MpiError. The unfinished requests are then left in `requests` for the caller to cancel or
+// free (only it knows which are receives whose buffers must stay alive). Failed requests throw MpiError naming op and
+// the peer.
+// statuses_out (when given) receives request i's status at [i] (MPI_Get_count and MPI_TAG of receives).
+inline void wait_all_until(std::vector<MPI_Request>& requests, const char* op, const std::vector<int>& peers,
+                           MPI_Status* statuses_out, double timeout_s = wait_timeout_seconds()) {
+  const int n = static_cast<int>(requests.size());
+  if (n == 0) return;
+  static thread_local std::vector<MPI_Status> scratch;  // reused: small exchanges should not allocate
+  static thread_local std::vector<int> indices;
+  scratch.resize(requests.size());
+  MPI_Status* const statuses = timeout_s <= 0 && statuses_out != nullptr ? statuses_out : scratch.data();
+  const auto fail_in_status = [&](int count, const int* which) {
+    for (int k = 0; k < count; ++k) {
+      const int i = which ? which[k] : k;
+      const int err = statuses[static_cast<std::size_t>(which ? k : i)].MPI_ERROR;
+      if (err != MPI_SUCCESS && err != MPI_ERR_PENDING) {
+        std::ostringstream os;
+        os << "request " << i;
+        if (!peers.empty()) os << " (process " << peers[static_cast<std::size_t>(i)] << ")";
+        throw MpiError(op, os.str() + " failed: " + mpi_error_string(err), err, __FILE__, __LINE__);
+      }
+    }
+  };
+  if (timeout_s <= 0) {
+    const int rc = MPI_Waitall(n, requests.data(), statuses);
+    if (rc == MPI_ERR_IN_STATUS) fail_in_status(n, nullptr);
+    DARRAY_MPI_CHECK(rc);
+    return;
+  }
+  using clock = std::chrono::steady_clock;
+  const auto start = clock::now();
+  indices.resize(requests.size());
+  PollPause pause;
+  while (true) {
+    int done = 0;
+    const int rc = MPI_Testsome(n, requests.data(), &done, indices.data(), statuses);
+    if (rc == MPI_ERR_IN_STATUS) fail_in_status(done, indices.data());
+    DARRAY_MPI_CHECK(rc);
+    if (done == MPI_UNDEFINED) return;  // no active request is left
+    if (statuses_out != nullptr)
+      for (int k = 0; k < done; ++k) statuses_out[indices[static_cast<std::size_t>(k)]] = statuses[k];
+    if (std::chrono::duration<double>(clock::now() - start).count() >= timeout_s) break;
+    if (done > 0)
+      pause.progressed();
+    else
+      pause.idle();
+  }
+  std::vector<int> missing;
+  for (std::size_t i = 0; i < requests.size(); ++i)
+    if (requests[i] != MPI_REQUEST_NULL && !peers.empty()) missing.push_back(peers[i]);
+  throw_timed_out(op, timeout_s, std::move(missing));
+}
+
+inline void wait_all_until(std::vector<MPI_Request>& requests, const char* op, const std::vector<int>& peers = {},
+                           double timeout_s = wait_timeout_seconds()) {
+  wait_all_until(requests, op, peers, nullptr, timeout_s);
 }
 
 }  // namespace detail

@@ -5,11 +5,13 @@
 
 #include <mpi.h>
 
+#include <chrono>
 #include <cstddef>
 #include <utility>
 #include <vector>
 
 #include "darray/comm/detail/chunking.hpp"
+#include "darray/comm/detail/deadline.hpp"
 #include "darray/core/error.hpp"
 #include "darray/runtime/detail/mpi.hpp"
 
@@ -69,8 +71,7 @@ class RequestSet {
     int outcount = 0;
     m_indices.resize(m_requests.size());
     m_statuses.resize(m_requests.size());
-    const int rc = MPI_Waitsome(static_cast<int>(m_requests.size()), m_requests.data(), &outcount, m_indices.data(),
-                                m_statuses.data());
+    const int rc = wait_or_poll(outcount, api);
     if (rc == MPI_ERR_IN_STATUS) {
       for (int k = 0; k < outcount; ++k) {
         const MPI_Status& st = m_statuses[static_cast<std::size_t>(k)];
@@ -141,11 +142,32 @@ class RequestSet {
     int peer;
   };
 
+  // MPI_Waitsome, or with DARRAY_TIMEOUT_S set, MPI_Testsome until a request completes or the deadline (counted
+  // from the first request posted) passes, which throws naming the peers still pending.
+  int wait_or_poll(int& outcount, const char* api) {
+    const int n = static_cast<int>(m_requests.size());
+    const double timeout_s = wait_timeout_seconds();
+    if (timeout_s <= 0) return MPI_Waitsome(n, m_requests.data(), &outcount, m_indices.data(), m_statuses.data());
+    PollPause pause;
+    while (true) {
+      const int rc = MPI_Testsome(n, m_requests.data(), &outcount, m_indices.data(), m_statuses.data());
+      if (rc != MPI_SUCCESS || outcount != 0) return rc;
+      if (std::chrono::duration<double>(std::chrono::steady_clock::now() - m_first_post).count() >= timeout_s) {
+        std::vector<int> missing;
+        for (std::size_t i = 0; i < m_requests.size(); ++i)
+          if (m_requests[i] != MPI_REQUEST_NULL) missing.push_back(m_posted[i].peer);
+        throw_timed_out(api, timeout_s, std::move(missing));
+      }
+      pause.idle();
+    }
+  }
+
   void reserve_more(std::size_t n) {
     m_requests.reserve(m_requests.size() + n);
     m_posted.reserve(m_posted.size() + n);
   }
   void push(MPI_Request r, Posted p) {
+    if (m_requests.empty()) m_first_post = std::chrono::steady_clock::now();
     m_requests.push_back(r);
     m_posted.push_back(p);
     ++m_pending;
@@ -161,6 +183,7 @@ class RequestSet {
     std::swap(m_pending, o.m_pending);
     std::swap(m_indices, o.m_indices);
     std::swap(m_statuses, o.m_statuses);
+    std::swap(m_first_post, o.m_first_post);
   }
 
   std::vector<MPI_Request> m_requests;
@@ -168,6 +191,7 @@ class RequestSet {
   std::size_t m_pending = 0;
   std::vector<int> m_indices;
   std::vector<MPI_Status> m_statuses;
+  std::chrono::steady_clock::time_point m_first_post{};
 };
 
 }  // namespace detail

@@ -18,7 +18,6 @@
 
 namespace darray {
 namespace detail {
-namespace fmt {
 
 // The shortest "%.{p}f" (positional) or "%.{p}e" (scientific), p <= precision, that reads back as x in R; else p =
 // precision. This is dragon4's "unique" mode capped at precision digits.
@@ -245,6 +244,5 @@ std::string format_array(const std::vector<T>& sel, const std::vector<int64_t>& 
   return rec(0, 0, " ", line_width);
 }
 
-}  // namespace fmt
 }  // namespace detail
 }  // namespace darray

@@ -24,17 +24,16 @@
 
 namespace darray {
 namespace detail {
-namespace ops {
 
-enum class Op { sum, prod, max, min };
+enum class ArrayOp { sum, prod, max, min };
 
-template <Op op, class Acc>
+template <ArrayOp op, class Acc>
 KOKKOS_INLINE_FUNCTION void combine(Acc& acc, const Acc& v) {
-  if constexpr (op == Op::sum) {
+  if constexpr (op == ArrayOp::sum) {
     acc += v;
-  } else if constexpr (op == Op::prod) {
+  } else if constexpr (op == ArrayOp::prod) {
     acc *= v;
-  } else if constexpr (op == Op::max) {
+  } else if constexpr (op == ArrayOp::max) {
     if (v > acc || v != v) acc = v;  // NaN propagates: once acc is NaN, v > acc is false for every v
   } else {
     if (v < acc || v != v) acc = v;
@@ -42,21 +41,21 @@ KOKKOS_INLINE_FUNCTION void combine(Acc& acc, const Acc& v) {
 }
 
 // The value that leaves any other unchanged; infinities for floating point, so -inf survives max.
-template <Op op, class Acc>
+template <ArrayOp op, class Acc>
 Acc identity() {
-  if constexpr (op == Op::sum) {
+  if constexpr (op == ArrayOp::sum) {
     return Acc(0);
-  } else if constexpr (op == Op::prod) {
+  } else if constexpr (op == ArrayOp::prod) {
     return Acc(1);
   } else {
     using L = std::numeric_limits<Acc>;
-    if (op == Op::max) return L::has_infinity ? -L::infinity() : L::lowest();
+    if (op == ArrayOp::max) return L::has_infinity ? -L::infinity() : L::lowest();
     return L::has_infinity ? L::infinity() : L::max();
   }
 }
 
 // A Kokkos reducer (the concept of Kokkos::Sum and friends) for combine<op>, with its identity carried along.
-template <Op op, class Acc>
+template <ArrayOp op, class Acc>
 struct Reducer {
   using reducer = Reducer;
   using value_type = Acc;
@@ -83,7 +82,7 @@ struct Reducer {
 };
 
 // combine<op> of load(i) over i in [0, n) in the execution space Exec. Blocks until the value is on the host.
-template <Op op, class Acc, class Exec, class Load>
+template <ArrayOp op, class Acc, class Exec, class Load>
 Acc reduce_range(int64_t n, const Load& load) {
   Acc result = identity<op, Acc>();
   if (n == 0) return result;
@@ -95,7 +94,7 @@ Acc reduce_range(int64_t n, const Load& load) {
 
 // Every process's value combined in process order, the same bits on every process (an allreduce may round
 // differently on different ranks). Collective over all processes.
-template <Op op, class Acc>
+template <ArrayOp op, class Acc>
 Acc combine_processes(const Acc& mine) {
   const MPI_Comm comm = world_comm();
   int size = 1;
@@ -111,7 +110,7 @@ Acc combine_processes(const Acc& mine) {
 
 // combine<op> over every global element once: each process reduces its replica-0 blocks (make_load(k) gives
 // the loader of addressable shard k), then the processes combine their partials. Collective.
-template <Op op, class Acc, class T, int N, class M, class MakeLoad>
+template <ArrayOp op, class Acc, class T, int N, class M, class MakeLoad>
 Acc reduce_all(const DistributedArray<T, N, M>& a, const MakeLoad& make_load) {
   using Exec = typename Shard<T, N, M>::view_type::execution_space;
   Acc mine = identity<op, Acc>();
@@ -140,7 +139,7 @@ inline int normalize_axis(const char* api, int axis, int rank) {
 // out[o, j] = combine<op> over k of in[o, k, j] for a row-major block viewed as (outer, len, inner). On host
 // memory each work item walks a tile of `inner` row by row (cache-friendly); on a GPU one item per output element,
 // so neighbouring threads read neighbouring elements.
-template <Op op, class Acc, class Exec, class T>
+template <ArrayOp op, class Acc, class Exec, class T>
 void reduce_block_along(const T* in, Acc* out, int64_t outer, int64_t len, int64_t inner, const Acc& ident) {
   if (outer * inner == 0) return;
   constexpr bool host = std::is_same<typename Exec::memory_space, Kokkos::HostSpace>::value;
@@ -158,6 +157,5 @@ void reduce_block_along(const T* in, Acc* out, int64_t outer, int64_t len, int64
       });
 }
 
-}  // namespace ops
 }  // namespace detail
 }  // namespace darray

@@ -2,8 +2,10 @@
 // collectives that move blocks) is a MoveList of pieces (a region of a source buffer -> a region of a destination
 // buffer, with the peer process) that a feature builds once from replicated metadata, and one MoveEngine executes:
 // - host memory: MPI straight between the buffers, each remote piece as bytes or a strided datatype built once
-//   with the plan (Open MPI packs into its own transport buffers; nothing is staged by us); same-process pieces are
-//   copied while the messages fly;
+//   with the plan (Open MPI packs into its own transport buffers); several small pieces to one peer packed into one
+//   message instead; same-process pieces copied while the messages fly, with geometries simplified once per engine.
+//   Messages carry a fingerprint of the operation and element type as their tag, checked on arrival, so processes
+//   that called different operations get an error rather than each other's bytes;
 // - device memory: pack kernels into one contiguous send buffer (a segment per peer), grouped ncclSend/ncclRecv
 //   (NCCL backend) or MPI point-to-point (CUDA-aware MPI on device pointers where the MPI library says it is, else
 //   through host mirrors), unpack kernels; same-process pieces as device copies.
@@ -14,6 +16,7 @@
 #include <mpi.h>
 
 #include <Kokkos_Core.hpp>
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -24,6 +27,7 @@
 #include "darray/array/detail/block_cache.hpp"
 #include "darray/array/detail/strided_copy.hpp"
 #include "darray/array/detail/view.hpp"
+#include "darray/array/dtype.hpp"
 #include "darray/comm/detail/cuda_aware.hpp"
 #include "darray/comm/detail/deadline.hpp"
 #include "darray/comm/detail/requests.hpp"
@@ -196,6 +200,44 @@ class MoveEngine {
     for (const PeerMoves& p : m_list.sends) m_send_elements += p.elements;
     for (const PeerMoves& p : m_list.recvs) m_recv_elements += p.elements;
     m_max_message_bytes = std::max(max_message_bytes(), element_bytes);
+    int64_t local_bytes = 0;
+    for (const Move& m : m_list.local) {
+      local_bytes += m.elements() * static_cast<int64_t>(element_bytes);
+      for (const Region& d : m.dst)
+        m_local_copies.push_back(BufferCopy{m.src.buffer, d.buffer, simplify(move_geometry(m, m.src, d))});
+    }
+    // Large local phases stream their stores: the destination is not read again before the call returns, and
+    // skipping the read-for-ownership of each destination line is worth about a third of the copy time.
+    m_streaming = static_cast<std::size_t>(local_bytes) >= streaming_min_total_bytes;
+    // Host path: the pieces to or from a peer travel as one packed message when they are several and small (the
+    // rule depends only on what both sides know alike: the pieces' count and size), one message per piece otherwise.
+    int64_t at = 0;
+    for (const PeerMoves& p : m_list.sends) {
+      if (!coalesced(p)) continue;
+      for (const Move& m : p.moves) {
+        m_pack_copies.push_back(
+            BufferCopy{m.src.buffer, staging, simplify(move_geometry(m, m.src, packed_region(m, at)))});
+        at += m.elements();
+      }
+    }
+    m_pack_elements = at;
+    at = 0;
+    for (const PeerMoves& p : m_list.recvs) {
+      const bool packed = coalesced(p);
+      for (const Move& m : p.moves) {
+        if (packed) {
+          for (const Region& d : m.dst)
+            m_unpack_copies.push_back(
+                BufferCopy{staging, d.buffer, simplify(move_geometry(m, packed_region(m, at), d))});
+          at += m.elements();
+          continue;
+        }
+        for (std::size_t k = 1; k < m.dst.size(); ++k)
+          m_fan_out_copies.push_back(
+              BufferCopy{m.dst.front().buffer, m.dst[k].buffer, simplify(move_geometry(m, m.dst.front(), m.dst[k]))});
+      }
+    }
+    m_unpack_elements = at;
   }
   MoveEngine(const MoveEngine&) = delete;
   MoveEngine& operator=(const MoveEngine&) = delete;
@@ -233,13 +275,53 @@ class MoveEngine {
  private:
   static constexpr int tag = 0x4d56;  // "MV"
 
+  // A copy between two of the run's buffers (local pieces, and received pieces fanned out to further destinations),
+  // its geometry simplified once when the engine is built.
+  struct BufferCopy {
+    int src, dst;  // buffer indices; `staging` for the host path's packed messages
+    CopyGeometry geometry;
+  };
+  static constexpr int staging = -1;
+
+  // Several pieces to one peer travel packed when they are small (64 KiB in all, or 32 KiB each on average, up to
+  // 4 MiB): a memcpy into and out of staging costs less than a message per piece.
+  bool coalesced(const PeerMoves& p) const {
+    const std::size_t bytes = static_cast<std::size_t>(p.elements) * m_element_bytes;
+    const std::size_t pieces = p.moves.size();
+    return pieces > 1 && bytes <= std::min(std::size_t(4) << 20, m_max_message_bytes) &&
+           (bytes <= std::size_t(64) << 10 || bytes <= pieces * (std::size_t(32) << 10));
+  }
+
   struct Message {
     int process;
     int buffer;
     int64_t offset;
     int count;
     MPI_Datatype type;
+    std::uint32_t fingerprint = 0;  // of the pieces exchanged with `process` (peer_fingerprint)
   };
+
+  // What both sides of a peer's pieces know alike: the operation, the element size, the pieces' count and extents.
+  // Messages carry it, mixed with the element type, as their tag; receives take any tag and compare, so processes
+  // that called different operations (or the same one on different shapes, shardings or element types) get an error
+  // instead of each other's bytes, with or without DARRAY_CHECK.
+  std::uint32_t peer_fingerprint(const PeerMoves& p) const {
+    std::uint64_t h = 1469598103934665603ull;
+    auto mix = [&h](std::uint64_t v) { h = (h ^ v) * 1099511628211ull; };
+    for (const char* c = m_api; *c != '\0'; ++c) mix(static_cast<unsigned char>(*c));
+    mix(m_element_bytes);
+    mix(p.moves.size());
+    for (const Move& m : p.moves)
+      for (int d = 0; d < m.rank; ++d) mix(static_cast<std::uint64_t>(m.extent[static_cast<std::size_t>(d)]));
+    return static_cast<std::uint32_t>(h ^ (h >> 32));
+  }
+
+  // The tag of a message: its fingerprint and the element type, in 1..32766 (MPI guarantees tags up to 32767).
+  static int message_tag(std::uint32_t fingerprint, int dtype) {
+    std::uint32_t h = fingerprint ^ (static_cast<std::uint32_t>(dtype) * 0x9E3779B1u);
+    h ^= h >> 15;
+    return 1 + static_cast<int>(h % 32766u);
+  }
 
   // The exchange's communicator: the world, or this process's mesh-axis group, looked up once per Environment (the
   // lookup canonicalises the colors, O(processes)). The first lookup is collective.
@@ -260,6 +342,7 @@ class MoveEngine {
   void make_messages() const {
     if (m_messages_ready) return;
     const MPI_Datatype element = m_types.element(m_element_bytes);
+    std::uint32_t fingerprint = 0;  // of the peer whose messages are being added
     auto add = [&](std::vector<Message>& out, int process, const Move& m, const Region& r) {
       Index whole(static_cast<std::size_t>(m.rank));
       for (int d = 0; d < m.rank; ++d)
@@ -279,7 +362,7 @@ class MoveEngine {
           contiguous = contiguous && byte_strides[k] == inner;
           inner *= extents[k];
         }
-        Message msg{process, r.buffer, offset, 1, element};
+        Message msg{process, r.buffer, offset, 1, element, fingerprint};
         if (contiguous)
           msg.count = to_mpi_count(static_cast<std::size_t>(volume(part)), m_api);
         else
@@ -287,43 +370,73 @@ class MoveEngine {
         out.push_back(msg);
       });
     };
-    for (const PeerMoves& p : m_list.recvs)
+    auto add_packed = [&](std::vector<Message>& out, const PeerMoves& p, int64_t& at) {
+      out.push_back(Message{p.process, staging, at, to_mpi_count(static_cast<std::size_t>(p.elements), m_api), element,
+                            fingerprint});
+      at += p.elements;
+    };
+    int64_t at = 0;
+    for (const PeerMoves& p : m_list.recvs) {
+      fingerprint = peer_fingerprint(p);
+      if (coalesced(p)) {
+        add_packed(m_recv_messages, p, at);
+        continue;
+      }
       for (const Move& m : p.moves) add(m_recv_messages, p.process, m, m.dst.front());
-    for (const PeerMoves& p : m_list.sends)
+    }
+    at = 0;
+    for (const PeerMoves& p : m_list.sends) {
+      fingerprint = peer_fingerprint(p);
+      if (coalesced(p)) {
+        add_packed(m_send_messages, p, at);
+        continue;
+      }
       for (const Move& m : p.moves) add(m_send_messages, p.process, m, m.src);
+    }
     m_messages_ready = true;
   }
 
+  // The local pieces, copied while the messages fly.
   template <class T>
   void copy_local_host(const std::vector<const T*>& src, const std::vector<T*>& dst) const {
-    int64_t bytes = 0;
-    for (const Move& m : m_list.local) bytes += m.elements() * static_cast<int64_t>(sizeof(T));
-    // Large local phases stream their stores: the destination is not read again before the call returns, and
-    // skipping the read-for-ownership of each destination line is worth about a third of the copy time.
-    const bool streaming = static_cast<std::size_t>(bytes) >= streaming_min_total_bytes;
-    for (const Move& m : m_list.local)
-      for (const Region& d : m.dst)
-        strided_copy_host(src[static_cast<std::size_t>(m.src.buffer)], dst[static_cast<std::size_t>(d.buffer)],
-                          simplify(move_geometry(m, m.src, d)), streaming);
-    if (streaming) stream_fence();
+    for (const BufferCopy& c : m_local_copies)
+      strided_copy_host(src[static_cast<std::size_t>(c.src)], dst[static_cast<std::size_t>(c.dst)], c.geometry,
+                        m_streaming);
+    if (m_streaming) stream_fence();
   }
 
   // Receives beyond the first destination of a piece: copied from the first once it has arrived.
   template <class T>
   void fan_out_host(const std::vector<T*>& dst) const {
-    for (const PeerMoves& p : m_list.recvs)
-      for (const Move& m : p.moves)
-        for (std::size_t k = 1; k < m.dst.size(); ++k)
-          strided_copy_host(static_cast<const T*>(dst[static_cast<std::size_t>(m.dst.front().buffer)]),
-                            dst[static_cast<std::size_t>(m.dst[k].buffer)],
-                            simplify(move_geometry(m, m.dst.front(), m.dst[k])), false);
+    for (const BufferCopy& c : m_fan_out_copies)
+      strided_copy_host(static_cast<const T*>(dst[static_cast<std::size_t>(c.src)]),
+                        dst[static_cast<std::size_t>(c.dst)], c.geometry, false);
+  }
+
+  // Each receive (the first requests of the last run) carried this operation's tag and exactly the bytes planned.
+  template <class T>
+  void check_received(int dtype) const {
+    for (std::size_t k = 0; k < m_recv_messages.size(); ++k) {
+      const Message& m = m_recv_messages[k];
+      MPI_Status& st = m_statuses[k];
+      int got = 0;
+      DARRAY_MPI_CHECK(MPI_Get_count(&st, m.type, &got));
+      DARRAY_THROW_IF(st.MPI_TAG != message_tag(m.fingerprint, dtype) || got != m.count, InvalidArgument, m_api,
+                      "process " << m.process << " sent data of another operation or of other arrays (element type "
+                                 << dtype_name<T>()
+                                 << " here): the processes called different operations, or the "
+                                    "same one with different shapes, shardings or element types");
+    }
   }
 
   template <class T>
   void run_direct(const std::vector<const T*>& src, const std::vector<T*>& dst) const {
+    constexpr int dtype = dtype_code<T>();
     last_staging_bytes() = 0;
-    std::vector<MPI_Request> requests;
-    std::vector<int> peers;  // rank each request waits on, for the DARRAY_TIMEOUT_S message
+    std::vector<MPI_Request>& requests = m_requests;  // kept between runs: a run allocates nothing
+    std::vector<int>& peers = m_request_peers;        // rank each request waits on, for the DARRAY_TIMEOUT_S message
+    requests.clear();
+    peers.clear();
     // Every process looks the group up, peers or not: its first use is collective.
     const ProcessGroup* group = nullptr;
     const MPI_Comm c = comm_and_ranks(group);
@@ -332,24 +445,30 @@ class MoveEngine {
       auto rank_of = [&](int process) { return group != nullptr ? group->group_rank_of(process) : process; };
       requests.reserve(m_recv_messages.size() + m_send_messages.size());
       // Receives first, so messages land in place rather than in MPI's unexpected queue.
+      T* const stage_recv = reinterpret_cast<T*>(staging_words(1, words(m_unpack_elements)));
+      T* const stage_send = reinterpret_cast<T*>(staging_words(0, words(m_pack_elements)));
       for (const Message& m : m_recv_messages) {
         MPI_Request r = MPI_REQUEST_NULL;
-        DARRAY_MPI_CHECK(MPI_Irecv(dst[static_cast<std::size_t>(m.buffer)] + m.offset, m.count, m.type,
-                                   rank_of(m.process), tag, c, &r));
+        T* const base = m.buffer == staging ? stage_recv : dst[static_cast<std::size_t>(m.buffer)];
+        DARRAY_MPI_CHECK(MPI_Irecv(base + m.offset, m.count, m.type, rank_of(m.process), MPI_ANY_TAG, c, &r));
         requests.push_back(r);
         peers.push_back(rank_of(m.process));
       }
+      for (const BufferCopy& k : m_pack_copies)
+        strided_copy_host(src[static_cast<std::size_t>(k.src)], stage_send, k.geometry, false);
       for (const Message& m : m_send_messages) {
         MPI_Request r = MPI_REQUEST_NULL;
-        DARRAY_MPI_CHECK(MPI_Isend(const_cast<T*>(src[static_cast<std::size_t>(m.buffer)]) + m.offset, m.count, m.type,
-                                   rank_of(m.process), tag, c, &r));
+        T* const base = m.buffer == staging ? stage_send : const_cast<T*>(src[static_cast<std::size_t>(m.buffer)]);
+        DARRAY_MPI_CHECK(
+            MPI_Isend(base + m.offset, m.count, m.type, rank_of(m.process), message_tag(m.fingerprint, dtype), c, &r));
         requests.push_back(r);
         peers.push_back(rank_of(m.process));
       }
     }
     try {
       copy_local_host(src, dst);
-      wait_all_until(requests, m_api, peers);
+      m_statuses.resize(requests.size());
+      wait_all_until(requests, m_api, peers, m_statuses.data());
     } catch (...) {
       // A deadline passed or a message failed: withdraw what is still posted before the buffers go.
       for (MPI_Request& r : requests)
@@ -359,6 +478,10 @@ class MoveEngine {
         }
       throw;
     }
+    check_received<T>(dtype);
+    const T* const stage_recv = reinterpret_cast<const T*>(staging_words(1, words(m_unpack_elements)));
+    for (const BufferCopy& k : m_unpack_copies)
+      strided_copy_host(stage_recv, dst[static_cast<std::size_t>(k.dst)], k.geometry, false);
     fan_out_host(dst);
   }
 
@@ -379,10 +502,8 @@ class MoveEngine {
                            move_geometry(m, m.src, packed_region(m, at)));
         at += m.elements();
       }
-    for (const Move& m : m_list.local)
-      for (const Region& d : m.dst)
-        strided_copy<T, M>(space, src[static_cast<std::size_t>(m.src.buffer)], dst[static_cast<std::size_t>(d.buffer)],
-                           move_geometry(m, m.src, d));
+    for (const BufferCopy& c : m_local_copies)
+      strided_copy<T, M>(space, src[static_cast<std::size_t>(c.src)], dst[static_cast<std::size_t>(c.dst)], c.geometry);
     space.fence();  // the transport reads what the kernels wrote
 
     {
@@ -437,7 +558,27 @@ class MoveEngine {
   std::size_t m_max_message_bytes = 0;
   // Host path: datatypes and messages, built on the first direct run and freed with the engine.
   mutable MpiTypes m_types;
+  // Staging of the host path's packed messages (0: sends, 1: receives), shared by the engines of a thread (runs do
+  // not nest) and grown to the largest run's; in words so that any element type is aligned.
+  static std::max_align_t* staging_words(int which, std::size_t words) {
+    static thread_local std::vector<std::max_align_t> buffers[2];
+    std::vector<std::max_align_t>& b = buffers[which];
+    if (b.size() < words) b.resize(words);
+    return b.data();
+  }
+  std::size_t words(int64_t elements) const {
+    return (static_cast<std::size_t>(elements) * m_element_bytes + sizeof(std::max_align_t) - 1) /
+           sizeof(std::max_align_t);
+  }
+
+  std::vector<BufferCopy> m_local_copies, m_fan_out_copies, m_pack_copies, m_unpack_copies;
+  int64_t m_pack_elements = 0, m_unpack_elements = 0;
+
+  bool m_streaming = false;
   mutable std::vector<Message> m_recv_messages, m_send_messages;
+  mutable std::vector<MPI_Request> m_requests;
+  mutable std::vector<int> m_request_peers;
+  mutable std::vector<MPI_Status> m_statuses;
   mutable bool m_messages_ready = false;
   mutable const ProcessGroup* m_group = nullptr;  // see comm_and_ranks
   mutable unsigned long m_group_generation = 0;
