@@ -111,9 +111,9 @@ DistributedArray<T, N, MemorySpace> load_npy(const std::string& path, const Name
   detail::BlockTransfers<T, MemorySpace> blocks(/*writing=*/false);
   for (const detail::Block& b : distinct) blocks.add(shards[b.holders[0]].data.data(), shape, b.index);
   // Each process reads its own blocks through its own handle, so its rounds need no partner.
-  const int rounds = detail::agreed_rounds(blocks.size(), MPI_COMM_SELF);
-
   detail::IoLatch latch(api, path);
+  int rounds = 0;
+  latch.run([&] { rounds = detail::agreed_rounds(blocks.size(), MPI_COMM_SELF); });
   {
     detail::LoadFile file(api, path, info.identity, latch);
     if (file.handle() != MPI_FILE_NULL && latch.ok())

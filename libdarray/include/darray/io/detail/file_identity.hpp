@@ -1,4 +1,4 @@
-// Which file a path names, pinned: a read-only POSIX descriptor whose (device, inode, size, times) identify the file
+// Which file a path names, pinned: a read-only POSIX descriptor whose (device, inode, size, mtime) identify the file
 // it opened. Loads compare what every process opened with what process 0 read the header from, so a file removed,
 // recreated or replaced mid-load is an IoError instead of a hang or a mix of two files. While a descriptor is held
 // the inode cannot be reused, so equal (device, inode) pairs name the very same file.
@@ -21,26 +21,21 @@
 namespace darray {
 namespace detail {
 
+// Change time is left out on purpose: unlinking or renaming over a file changes it, yet a load that read the old
+// file from start to end returned one complete version, as a reader of an atomically replaced file should.
 struct FileIdentity {
   std::uint64_t device = 0, inode = 0, size = 0;
-  std::int64_t mtime_s = 0, mtime_ns = 0, ctime_s = 0, ctime_ns = 0;
+  std::int64_t mtime_s = 0, mtime_ns = 0;
 
   bool same_file(const FileIdentity& o) const { return device == o.device && inode == o.inode; }
-  // Same file, and by size and times not written to since (times are as fine as the file system keeps them).
+  // Same file, and by size and modification time not written to since (as fine as the file system keeps times).
   bool operator==(const FileIdentity& o) const {
-    return same_file(o) && size == o.size && mtime_s == o.mtime_s && mtime_ns == o.mtime_ns && ctime_s == o.ctime_s &&
-           ctime_ns == o.ctime_ns;
+    return same_file(o) && size == o.size && mtime_s == o.mtime_s && mtime_ns == o.mtime_ns;
   }
   bool operator!=(const FileIdentity& o) const { return !(*this == o); }
 
   std::vector<std::uint64_t> fields() const {
-    return {device,
-            inode,
-            size,
-            static_cast<std::uint64_t>(mtime_s),
-            static_cast<std::uint64_t>(mtime_ns),
-            static_cast<std::uint64_t>(ctime_s),
-            static_cast<std::uint64_t>(ctime_ns)};
+    return {device, inode, size, static_cast<std::uint64_t>(mtime_s), static_cast<std::uint64_t>(mtime_ns)};
   }
   static FileIdentity from_fields(const std::vector<std::uint64_t>& f) {
     FileIdentity id;
@@ -49,8 +44,6 @@ struct FileIdentity {
     id.size = f.at(2);
     id.mtime_s = static_cast<std::int64_t>(f.at(3));
     id.mtime_ns = static_cast<std::int64_t>(f.at(4));
-    id.ctime_s = static_cast<std::int64_t>(f.at(5));
-    id.ctime_ns = static_cast<std::int64_t>(f.at(6));
     return id;
   }
 };
@@ -62,8 +55,6 @@ inline FileIdentity identity_of(const struct stat& st) {
   id.size = st.st_size < 0 ? 0 : static_cast<std::uint64_t>(st.st_size);
   id.mtime_s = static_cast<std::int64_t>(st.st_mtim.tv_sec);
   id.mtime_ns = static_cast<std::int64_t>(st.st_mtim.tv_nsec);
-  id.ctime_s = static_cast<std::int64_t>(st.st_ctim.tv_sec);
-  id.ctime_ns = static_cast<std::int64_t>(st.st_ctim.tv_nsec);
   return id;
 }
 
