@@ -19,7 +19,8 @@ inline bool split_forced() { return darray::max_message_bytes() < darray::defaul
 // `element_bytes`-byte elements; 0 when the split is not forced, so that `n + split_extent(...)` keeps the test's n.
 inline int64_t split_extent(std::size_t rank, std::size_t element_bytes, double messages) {
   if (!split_forced() || rank == 0) return 0;
-  const double elements = messages * static_cast<double>(darray::max_message_bytes()) / static_cast<double>(element_bytes);
+  const double elements =
+      messages * static_cast<double>(darray::max_message_bytes()) / static_cast<double>(element_bytes);
   return static_cast<int64_t>(std::ceil(std::pow(elements, 1.0 / static_cast<double>(rank))));
 }
 
