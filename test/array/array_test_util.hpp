@@ -29,6 +29,7 @@
 #include "darray/sharding/make_mesh.hpp"
 #include "darray/sharding/named_sharding.hpp"
 #include "mpi_test.hpp"
+#include "split_sizes.hpp"
 
 namespace darray {
 namespace testing {
@@ -226,6 +227,15 @@ std::vector<Layout> test_layouts(int random_count, uint64_t seed) {
   tiny[0] = n > 1 ? n - 1 : 0;  // some shards empty
   out.push_back(Layout{line, PartitionSpec{"x"}, tiny});
   if (N >= 2) out.push_back(Layout{line, PartitionSpec{none, "x"}, uneven});
+  // Under a lowered DARRAY_MPI_MAX_MESSAGE_BYTES: arrays whose per-process share spans several messages (of 4-byte
+  // elements; more for wider types), uneven so the last chunk is partial, sharded and replicated.
+  if (const int64_t e = split_extent(static_cast<std::size_t>(N), 4, 4.0 * static_cast<double>(process_count()));
+      e > 0 && N > 0) {
+    Shape big(N, e);
+    big[0] = e + 1;
+    out.push_back(Layout{line, PartitionSpec{"x"}, big});
+    out.push_back(Layout{line, PartitionSpec{}, big});
+  }
   std::mt19937_64 rng(seed);
   const auto meshes = all_meshes();
   for (int k = 0; k < random_count; ++k) out.push_back(random_layout(rng, meshes[rng() % meshes.size()], N, 9));

@@ -17,6 +17,7 @@
 
 #include "darray/darray.hpp"
 #include "mpi_test.hpp"
+#include "split_sizes.hpp"
 
 namespace darray {
 namespace testing {
@@ -204,11 +205,14 @@ inline PartitionSpec random_spec(std::mt19937_64& rng, const Mesh& mesh, std::si
 }
 
 // A shape whose blocks all have the same size: parts x (1..2) per dim, and a multiple of `multiple` along `dim`.
+// Blocks of 1-2 elements per dim; under a lowered DARRAY_MPI_MAX_MESSAGE_BYTES (test_collectives_checked) each
+// block grows to about three messages of 4-byte elements, so every transfer is cut into chunks.
 inline Shape even_shape(std::mt19937_64& rng, const NamedSharding& s, std::size_t rank, int dim = -1,
                         int64_t multiple = 1) {
   Shape shape(rank);
+  const int64_t grow = split_extent(rank, 4, 3);
   for (std::size_t d = 0; d < rank; ++d) {
-    int64_t block = 1 + static_cast<int64_t>(rng() % 2);
+    int64_t block = 1 + static_cast<int64_t>(rng() % 2) + grow;
     if (static_cast<int>(d) == dim) block *= multiple;
     shape[d] = s.num_parts(static_cast<int>(d)) * block;
   }

@@ -97,20 +97,25 @@ TEST_CASE("DARRAY_MPI_MAX_MESSAGE_BYTES is parsed strictly") {
     CHECK(darray::max_message_bytes() == darray::default_max_message_bytes);
   }
   {
-    ScopedEnv seven("DARRAY_MPI_MAX_MESSAGE_BYTES", "7");
-    CHECK(darray::max_message_bytes() == 7);
+    ScopedEnv odd("DARRAY_MPI_MAX_MESSAGE_BYTES", "4099");
+    CHECK(darray::max_message_bytes() == 4099);
+  }
+  {
+    ScopedEnv min("DARRAY_MPI_MAX_MESSAGE_BYTES", "4096");
+    CHECK(darray::max_message_bytes() == darray::min_max_message_bytes);
   }
   {
     ScopedEnv max("DARRAY_MPI_MAX_MESSAGE_BYTES", "2147483584");
     CHECK(darray::max_message_bytes() == darray::default_max_message_bytes);
   }
-  for (const char* bad : {"0", "-1", "abc", "", "7x", "1.5", "2147483585", "99999999999999999999"}) {
+  // Below 4096 bytes (1 is the regression case: it made a 512x512 reshard take 11.5 s) is refused too.
+  for (const char* bad : {"0", "1", "7", "4095", "-1", "abc", "", "7x", "1.5", "2147483585", "99999999999999999999"}) {
     INFO("value " << bad);
     ScopedEnv env("DARRAY_MPI_MAX_MESSAGE_BYTES", bad);
     CHECK_THROWS_AS(darray::max_message_bytes(), InvalidArgument);
     CHECK_THROWS_WITH(darray::max_message_bytes(), Catch::Contains("DARRAY_MPI_MAX_MESSAGE_BYTES") &&
                                                        Catch::Contains(std::string("\"") + bad + "\"") &&
-                                                       Catch::Contains("1 to 2147483584"));
+                                                       Catch::Contains("from 4096 (the minimum) to 2147483584"));
   }
 }
 

@@ -11,6 +11,7 @@
 #include "darray/fft/detail/transpose.hpp"
 #include "mpi_test.hpp"
 #include "random_layouts.hpp"
+#include "split_sizes.hpp"
 
 using namespace darray;
 using darray::fft::detail::AxisOrder;
@@ -44,9 +45,12 @@ bool holds(const std::vector<double>& block, const Index& box, const AxisOrder& 
 
 TEST_CASE("fft transposes: random layouts and axis orders, direct and staged paths", "[fft]") {
   std::mt19937_64 rng(23);  // the same on every process: every process draws the same cases
+  // Under a lowered DARRAY_MPI_MAX_MESSAGE_BYTES (test_fft_transpose_split) each dim grows so that pieces between
+  // device pairs span several messages.
+  const int64_t grow = darray::testing::split_extent(3, sizeof(double), 3.0 * device_count() * device_count());
   for (int trial = 0; trial < 40; ++trial) {
-    const Shape shape{static_cast<int64_t>(rng() % 9), static_cast<int64_t>(1 + rng() % 9),
-                      static_cast<int64_t>(1 + rng() % 9)};
+    const Shape shape{static_cast<int64_t>(rng() % 9) + grow, static_cast<int64_t>(1 + rng() % 9) + grow,
+                      static_cast<int64_t>(1 + rng() % 9) + grow};
     Mesh mesh = darray::testing::random_mesh(rng, devices(), 1 + static_cast<int>(rng() % 2));
     const NamedSharding src(mesh, darray::testing::random_spec(rng, mesh.axis_names(), 3));
     const NamedSharding dst(mesh, darray::testing::random_spec(rng, mesh.axis_names(), 3));

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "io_test_util.hpp"
+#include "split_sizes.hpp"
 
 using namespace darray;
 using darray::testing::all_ok;
@@ -76,6 +77,16 @@ std::vector<Layout> layouts() {
   } else {
     out.push_back(
         {{2, 3, 2, 3}, NamedSharding(grid, P{none, "a", none, "b"}), NamedSharding(line, P{none, none, "x"})});
+  }
+  // Under a lowered DARRAY_MPI_MAX_MESSAGE_BYTES (at least 4096): rows longer than a piece (cut into sub-rows, the
+  // last one partial) and short rows stacked into many slabs.
+  if (darray::testing::split_forced()) {
+    if constexpr (N == 2) {
+      out.push_back({{23, 2053}, NamedSharding(grid, P{"a", none}), NamedSharding(grid, P{"a", "b"})});
+      out.push_back({{301, 7}, NamedSharding(line, P{"x"}), NamedSharding(grid, P{"b", "a"})});
+    } else if constexpr (N == 3) {
+      out.push_back({{5, 9, 301}, NamedSharding(grid, P{"a", none, "b"}), NamedSharding(grid, P{none, "b", "a"})});
+    }
   }
   return out;
 }
@@ -139,14 +150,15 @@ TEST_CASE("save_npy then load_npy round trips ranks 0-4 and element types of eve
 }
 
 TEST_CASE("pieces split below the message limit land where they belong", "[roundtrip]") {
-  // DARRAY_MPI_MAX_MESSAGE_BYTES caps every MPI-IO count; 24 bytes cuts blocks into many slabs and sub-rows, so
-  // every process makes many collective rounds, and uneven counts between processes.
+  // DARRAY_MPI_MAX_MESSAGE_BYTES caps every MPI-IO count; 4099 bytes (odd: pieces end mid-element in bytes, so
+  // they hold whole elements below it) cuts the larger layouts' blocks into many slabs and sub-rows, so every
+  // process makes many rounds, and uneven counts between processes.
   const char* previous = std::getenv("DARRAY_MPI_MAX_MESSAGE_BYTES");
   const std::string saved = previous ? previous : "";
-  setenv("DARRAY_MPI_MAX_MESSAGE_BYTES", "24", 1);
+  setenv("DARRAY_MPI_MAX_MESSAGE_BYTES", "4099", 1);
   TempDir dir;
   round_trip<double, 2>(dir, "split2.npy");
-  round_trip<Kokkos::complex<double>, 3>(dir, "split3.npy");  // 16-byte elements: one per piece
+  round_trip<Kokkos::complex<double>, 3>(dir, "split3.npy");  // 16-byte elements: 256 per piece
   // The staging buffer device memory needs, reused across pieces of different sizes and blocks.
   round_trip<float, 2>(dir, "staged.npy", /*staged=*/true);
   if (previous)

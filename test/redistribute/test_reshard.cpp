@@ -7,6 +7,7 @@
 #include "darray/darray.hpp"
 #include "mpi_test.hpp"
 #include "random_layouts.hpp"
+#include "split_sizes.hpp"
 
 using namespace darray;
 using darray::testing::all_ok;
@@ -39,8 +40,11 @@ bool holds_iota(const DistributedArray<T, N, M>& a) {
 
 template <class T, int N>
 void random_chain(std::mt19937_64& rng, int steps) {
+  // 0-10 per dim; under a lowered DARRAY_MPI_MAX_MESSAGE_BYTES (test_reshard_split) about four messages per device
+  // pair more, so pieces between devices are cut into several chunks.
+  const int64_t grow = darray::testing::split_extent(N, sizeof(T), 4.0 * device_count() * device_count());
   Shape shape(N);
-  for (auto& n : shape) n = static_cast<int64_t>(rng() % 11);
+  for (auto& n : shape) n = static_cast<int64_t>(rng() % 11) + grow;
   Mesh mesh = darray::testing::random_mesh(rng, devices(), 0, true, 'p');
   NamedSharding first(mesh, random_spec(rng, mesh.axis_names(), N));
   auto a = iota<T, N>(shape, first);

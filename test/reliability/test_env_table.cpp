@@ -41,6 +41,8 @@ TEST_CASE("malformed environment variables: the table") {
       {"DARRAY_CHECK", "2", "0|1|true|false"},
       {"DARRAY_LOG", "verbose", "warn|info|debug"},
       {"DARRAY_MPI_MAX_MESSAGE_BYTES", "0", "bytes per MPI message"},
+      {"DARRAY_MPI_MAX_MESSAGE_BYTES", "1", "from 4096 (the minimum)"},
+      {"DARRAY_MPI_MAX_MESSAGE_BYTES", "4095", "from 4096 (the minimum)"},
       {"DARRAY_MPI_MAX_MESSAGE_BYTES", "3GB", "bytes per MPI message"},
       {"DARRAY_MPI_MAX_MESSAGE_BYTES", "4294967296", "bytes per MPI message"},
       {"DARRAY_NCCL_TIMEOUT_S", "soon", "whole number of seconds"},

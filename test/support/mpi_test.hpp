@@ -33,6 +33,16 @@ inline int world_size() {
   return n;
 }
 
+// True when text is byte-for-byte the same on every process of MPI_COMM_WORLD (checked against process 0's). Collective.
+inline bool same_on_all(const std::string& text) {
+  int len = static_cast<int>(text.size());
+  MPI_Bcast(&len, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  std::string root = text;
+  root.resize(static_cast<std::size_t>(len));
+  MPI_Bcast(&root[0], len, MPI_CHAR, 0, MPI_COMM_WORLD);
+  return all_ok(root == text);
+}
+
 // Runs fn and returns the darray::Error message it threw ("" when it threw nothing). Other exceptions propagate.
 template <class ErrorType = darray::Error>
 std::string error_message(const std::function<void()>& fn) {

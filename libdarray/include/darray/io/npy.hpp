@@ -16,6 +16,7 @@
 #include "darray/array/distributed_array.hpp"
 #include "darray/io/detail/block_transfers.hpp"
 #include "darray/io/detail/file_replace.hpp"
+#include "darray/io/detail/load_file.hpp"
 #include "darray/io/detail/mpi_file.hpp"
 #include "darray/io/detail/npy_dtype.hpp"
 #include "darray/io/detail/npy_file.hpp"
@@ -87,10 +88,11 @@ void save_npy(const std::string& path, const DistributedArray<T, N, MemorySpace>
 
 // Reads the .npy file at `path` into an array with `sharding`, whatever wrote the file and however many
 // processes did. Collective over every process: process 0 reads and checks the header and broadcasts it (or its
-// error); then each process reads only the blocks its devices hold, each distinct block once through a subarray
-// view and MPI_File_read_all, copying it to the block's other replicas on the process. Throws IoError for a
-// malformed or truncated file and for a dtype or rank other than T and N, NotSupported for Fortran order and
-// big-endian data; the same error on every process.
+// error); then each process opens the file on its own and reads only the blocks its devices hold, each distinct
+// block once through a subarray view, copying it to the block's other replicas on the process. Throws IoError for a
+// malformed or truncated file, for a file removed, replaced or written to during the load (never a hang or a mix of
+// two files), and for a dtype or rank other than T and N, NotSupported for Fortran order and big-endian data; the
+// same error on every process.
 template <class T, int N, class MemorySpace = DefaultMemorySpace>
 DistributedArray<T, N, MemorySpace> load_npy(const std::string& path, const NamedSharding& sharding) {
   constexpr const char* api = "io::load_npy";
@@ -108,13 +110,17 @@ DistributedArray<T, N, MemorySpace> load_npy(const std::string& path, const Name
   const auto distinct = detail::distinct_blocks(devs);
   detail::BlockTransfers<T, MemorySpace> blocks(/*writing=*/false);
   for (const detail::Block& b : distinct) blocks.add(shards[b.holders[0]].data.data(), shape, b.index);
-  const int rounds = detail::agreed_rounds(blocks.size(), comm);
-
+  // Each process reads its own blocks through its own handle, so its rounds need no partner.
   detail::IoLatch latch(api, path);
-  MPI_File fh = detail::open_collective(comm, path, MPI_MODE_RDONLY, latch);
-  detail::transfer_rounds(fh, static_cast<MPI_Offset>(info.header.data_offset), rounds, blocks.transfers(), false,
-                          latch);
-  latch.check(MPI_File_close(&fh), "MPI_File_close");
+  int rounds = 0;
+  latch.run([&] { rounds = detail::agreed_rounds(blocks.size(), MPI_COMM_SELF); });
+  {
+    detail::LoadFile file(api, path, info.identity, latch);
+    if (file.handle() != MPI_FILE_NULL && latch.ok())
+      detail::transfer_rounds(file.handle(), static_cast<MPI_Offset>(info.header.data_offset), rounds,
+                              blocks.transfers(), false, latch);
+    file.finish(path, latch);
+  }
   latch.agree(comm);
   for (const detail::Block& b : distinct) detail::fill_replicas(shards, b);
   Kokkos::fence();

@@ -1,6 +1,7 @@
 // Reading a .npy header from a file: process 0 reads the preamble, checks the length field against the file before
-// allocating anything, reads and parses the header, and broadcasts either the header or its error, so a bad file
-// makes every process throw the same error and no other process touches a file it cannot trust.
+// allocating anything, reads and parses the header, and broadcasts either the header (with the identity of the file
+// it came from) or its error, so a bad file makes every process throw the same error and no other process touches a
+// file it cannot trust.
 #pragma once
 
 #include <mpi.h>
@@ -8,12 +9,13 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "darray/core/error.hpp"
+#include "darray/io/detail/file_identity.hpp"
 #include "darray/io/detail/file_replace.hpp"
-#include "darray/io/detail/mpi_file.hpp"
 #include "darray/io/detail/npy_header.hpp"
 #include "darray/io/npy_header.hpp"
 #include "darray/runtime/detail/agree.hpp"
@@ -25,63 +27,21 @@ namespace detail {
 struct NpyFileInfo {
   io::NpyHeader header;
   std::uint64_t file_size = 0;
-};
-
-// A file opened on this process alone; closing it involves no other process, so the destructor may do it.
-class LocalFile {
- public:
-  LocalFile(const char* api, const std::string& path) : m_api(api), m_path(path) {
-    // Opening a FIFO blocks until a writer appears (the job would hang), and some MPI-IO implementations open a
-    // directory and then read nothing from it: say what the path is instead.
-    struct stat st;
-    require_regular_file(api, path, /*missing_ok=*/false, &st);
-    const int rc = MPI_File_open(MPI_COMM_SELF, path.c_str(), MPI_MODE_RDONLY, MPI_INFO_NULL, &m_fh);
-    DARRAY_THROW_IF(rc != MPI_SUCCESS, IoError, api, npy_where(path) << ": cannot open: " << mpi_error_string(rc));
-    MPI_File_set_errhandler(m_fh, MPI_ERRORS_RETURN);
-  }
-  LocalFile(const LocalFile&) = delete;
-  LocalFile& operator=(const LocalFile&) = delete;
-  ~LocalFile() {
-    if (m_fh != MPI_FILE_NULL) MPI_File_close(&m_fh);
-  }
-
-  std::uint64_t size() const {
-    MPI_Offset n = 0;
-    const int rc = MPI_File_get_size(m_fh, &n);
-    DARRAY_THROW_IF(rc != MPI_SUCCESS, IoError, m_api,
-                    npy_where(m_path) << ": MPI_File_get_size failed: " << mpi_error_string(rc));
-    return offset_to_size(n);
-  }
-
-  // Exactly `count` bytes from `offset` (count is small: a preamble or a header).
-  std::vector<unsigned char> read(std::uint64_t offset, std::size_t count) const {
-    std::vector<unsigned char> bytes(count);
-    if (count == 0) return bytes;
-    MPI_Status status;
-    int rc = MPI_File_read_at(m_fh, static_cast<MPI_Offset>(offset), bytes.data(), static_cast<int>(count), MPI_BYTE,
-                              &status);
-    DARRAY_THROW_IF(rc != MPI_SUCCESS, IoError, m_api,
-                    npy_where(m_path) << ": MPI_File_read_at failed: " << mpi_error_string(rc));
-    int got = 0;
-    rc = MPI_Get_count(&status, MPI_BYTE, &got);
-    DARRAY_THROW_IF(rc != MPI_SUCCESS || got != static_cast<int>(count), IoError, m_api,
-                    npy_where(m_path) << ": read " << got << " of " << count << " header bytes at offset " << offset
-                                      << " although the file has " << size()
-                                      << " bytes (is it unreadable, or was it truncated while being read?)");
-    return bytes;
-  }
-
- private:
-  const char* m_api;
-  std::string m_path;
-  MPI_File m_fh = MPI_FILE_NULL;
+  FileIdentity identity;               // the file the header came from, on every process
+  std::shared_ptr<PinnedFile> pinned;  // process 0 only: held open so that its inode is not reused during a load
 };
 
 // Reads and parses the header on this process only.
 inline NpyFileInfo read_npy_header_here(const char* api, const std::string& path) {
-  LocalFile file(api, path);
+  // A FIFO, directory or device gets its own message before anything opens it.
+  struct stat st;
+  require_regular_file(api, path, /*missing_ok=*/false, &st);
+  auto pinned = std::make_shared<PinnedFile>(api, path);
+  const PinnedFile& file = *pinned;
   NpyFileInfo info;
-  info.file_size = file.size();
+  info.identity = file.identity();
+  info.pinned = pinned;
+  info.file_size = info.identity.size;
   const std::size_t first = static_cast<std::size_t>(std::min<std::uint64_t>(info.file_size, npy_max_preamble_size));
   const std::vector<unsigned char> preamble = file.read(0, first);
   const NpyPreamble pre = parse_npy_preamble(preamble.data(), preamble.size(), api, path);
@@ -125,9 +85,11 @@ inline NpyFileInfo read_npy_header_collective(const char* api, const std::string
   int rank = 0;
   DARRAY_MPI_CHECK(MPI_Comm_rank(comm, &rank));
   std::string packed;
+  std::shared_ptr<PinnedFile> pinned;
   if (rank == 0) {
     NpyFileInfo info;
     const CapturedError e = capture_error([&] { info = read_npy_header_here(api, path); });
+    pinned = info.pinned;
     pack_u64(packed, static_cast<std::uint64_t>(e.kind));
     if (e.kind != ErrorKind::none) {
       pack_string(packed, e.api);
@@ -140,6 +102,7 @@ inline NpyFileInfo read_npy_header_collective(const char* api, const std::string
       pack_u64(packed, static_cast<std::uint64_t>(h.version_major));
       pack_u64(packed, static_cast<std::uint64_t>(h.version_minor));
       pack_u64(packed, info.file_size);
+      for (std::uint64_t f : info.identity.fields()) pack_u64(packed, f);
       pack_u64(packed, h.shape.size());
       for (int64_t n : h.shape) pack_u64(packed, static_cast<std::uint64_t>(n));
     }
@@ -168,6 +131,10 @@ inline NpyFileInfo read_npy_header_collective(const char* api, const std::string
   h.version_major = static_cast<int>(unpack_u64(packed, pos));
   h.version_minor = static_cast<int>(unpack_u64(packed, pos));
   info.file_size = unpack_u64(packed, pos);
+  std::vector<std::uint64_t> fields(FileIdentity{}.fields().size());
+  for (std::uint64_t& f : fields) f = unpack_u64(packed, pos);
+  info.identity = FileIdentity::from_fields(fields);
+  info.pinned = pinned;
   const auto rank_n = static_cast<std::size_t>(unpack_u64(packed, pos));
   for (std::size_t d = 0; d < rank_n; ++d) h.shape.push_back(static_cast<int64_t>(unpack_u64(packed, pos)));
   return info;
