@@ -43,6 +43,7 @@
 #include "darray/fft/stages.hpp"
 #include "darray/fft/layout.hpp"
 #include "darray/fft/plan.hpp"
+#include "darray/fft/wisdom.hpp"
 #include "darray/fft/transforms.hpp"
 #include "darray/fft/freq.hpp"
 #include "darray/halo/plan.hpp"
