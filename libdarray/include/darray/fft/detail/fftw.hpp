@@ -298,10 +298,19 @@ template <class R>
 class FftwPlan {
  public:
   FftwPlan(const LocalProblem& problem, Method method, unsigned flags) : m_problem(problem) {
+    const Shape& complex = problem.kind == Kind::r2c ? problem.out_block : problem.in_block;
+    std::vector<int> guru, tiled;
+    split(problem, method, &guru, &tiled);
+    // r2c and c2r need their halved (innermost) dim in the guru plan; a c2c problem may be all tiled.
+    if (!guru.empty()) m_main = std::make_unique<FftwGuruPlan<R>>(problem, guru, flags);
+    for (int d : tiled) m_passes.push_back(std::make_unique<FftwTiledPass<R>>(complex, d, problem.forward, flags));
+  }
+
+  // The dims `method` leaves to the guru plan and those it tiles (equal splits mean equal plans).
+  static void split(const LocalProblem& problem, Method method, std::vector<int>* guru, std::vector<int>* tiled) {
     const int last = static_cast<int>(problem.in_block.size()) - 1;
     // The complex side's extents: what the tiled passes walk.
     const Shape& complex = problem.kind == Kind::r2c ? problem.out_block : problem.in_block;
-    std::vector<int> guru, tiled;
     for (int d : problem.dims) {
       std::size_t span = 2 * sizeof(R);
       for (std::size_t k = static_cast<std::size_t>(d); k < complex.size(); ++k)
@@ -310,11 +319,8 @@ class FftwPlan {
       const bool tile = method == Method::tiled    ? strided
                         : method == Method::passes ? strided && span > tiled_pass_min_bytes
                                                    : false;
-      (tile ? tiled : guru).push_back(d);
+      (tile ? tiled : guru)->push_back(d);
     }
-    // r2c and c2r need their halved (innermost) dim in the guru plan; a c2c problem may be all tiled.
-    if (!guru.empty()) m_main = std::make_unique<FftwGuruPlan<R>>(problem, guru, flags);
-    for (int d : tiled) m_passes.push_back(std::make_unique<FftwTiledPass<R>>(complex, d, problem.forward, flags));
   }
 
   void execute(void* in, void* out) {

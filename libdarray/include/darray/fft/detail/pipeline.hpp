@@ -190,6 +190,10 @@ class PlanCore {
       for (int d = 0; d < 2; ++d)
         os << (d == 0 ? " forward " : ", backward ") << to_string(m_strategy[s][d]) << " (" << m_source[s][d] << ")";
       os << "\n";
+      for (int d = 0; d < 2; ++d)
+        if (!m_timings[s][d].empty())
+          os << "    " << (d == 0 ? "forward" : "backward") << " candidates (ms, slowest process):" << m_timings[s][d]
+             << "\n";
     }
     if (!m_wisdom.empty()) os << "  " << m_wisdom << "\n";
     return os.str();
@@ -504,6 +508,7 @@ class PlanCore {
     const int level = m_local.level();
     m_strategy.assign(m_stages.size(), std::array<Strategy, 2>{});
     m_source.assign(m_stages.size(), std::array<std::string, 2>{"heuristic", "heuristic"});
+    m_timings.assign(m_stages.size(), std::array<std::string, 2>{"", ""});
     std::vector<std::size_t> open;  // slots to measure
     for (std::size_t k = 0; k < all.size(); ++k) {
       const Slot& slot = all[k];
@@ -585,32 +590,52 @@ class PlanCore {
     for (std::size_t k : open) {
       const Slot& slot = all[k];
       const std::vector<Strategy> list = candidates(slot);
-      std::vector<double> times(list.size(), 0.0), slowest(list.size(), 0.0);
-      for (std::size_t c = 0; c < list.size(); ++c) {
-        const Strategy& st = list[c];
-        auto run = [&] {
-          for (std::size_t i = 0; i < m_boxes.size(); ++i) {
-            const LocalProblem p = slot_problem(slot, st, i);
-            if (slot.variant && st.copy) copy_block(a[i].data(), b[i].data(), volume(m_boxes[i][slot.stage]));
-            void* in = p.in_place ? static_cast<void*>(b[i].data()) : static_cast<void*>(a[i].data());
-            m_local.execute(p, st.method, in, b[i].data());
-          }
-        };
-        run();
-        double best = std::numeric_limits<double>::max();
-        for (int rep = 0; rep < 3; ++rep) {
-          const auto t0 = std::chrono::steady_clock::now();
-          run();
-          best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      // A candidate that splits every block as an earlier one does (on every process) is the same plan: not timed.
+      std::vector<int> distinct(list.size(), 1), all_distinct(list.size(), 0);
+      auto signature = [&](const Strategy& st) {
+        std::vector<std::vector<int>> sig;
+        for (std::size_t i = 0; i < m_boxes.size(); ++i) {
+          std::vector<int> guru, tiled;
+          FftwPlan<R>::split(slot_problem(slot, st, i), st.method, &guru, &tiled);
+          guru.push_back(-1);
+          guru.insert(guru.end(), tiled.begin(), tiled.end());
+          sig.push_back(guru);
         }
-        times[c] = best;
-      }
+        return sig;
+      };
+      for (std::size_t c = 0; c < list.size(); ++c)
+        for (std::size_t e = 0; e < c && distinct[c]; ++e)
+          if (list[e].copy == list[c].copy && signature(list[e]) == signature(list[c])) distinct[c] = 0;
+      DARRAY_MPI_CHECK(
+          MPI_Allreduce(distinct.data(), all_distinct.data(), static_cast<int>(list.size()), MPI_INT, MPI_MAX, comm));
+      // Best of five per candidate, the candidates taking turns so that a load spike hits them alike.
+      std::vector<double> times(list.size(), std::numeric_limits<double>::max()), slowest(list.size(), 0.0);
+      auto run = [&](const Strategy& st) {
+        for (std::size_t i = 0; i < m_boxes.size(); ++i) {
+          const LocalProblem p = slot_problem(slot, st, i);
+          if (slot.variant && st.copy) copy_block(a[i].data(), b[i].data(), volume(m_boxes[i][slot.stage]));
+          void* in = p.in_place ? static_cast<void*>(b[i].data()) : static_cast<void*>(a[i].data());
+          m_local.execute(p, st.method, in, b[i].data());
+        }
+      };
+      for (int rep = 0; rep < 6; ++rep)
+        for (std::size_t c = 0; c < list.size(); ++c) {
+          if (all_distinct[c] == 0) continue;
+          const auto t0 = std::chrono::steady_clock::now();
+          run(list[c]);
+          const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          if (rep > 0) times[c] = std::min(times[c], t);  // rep 0 warms up
+        }
       DARRAY_MPI_CHECK(
           MPI_Allreduce(times.data(), slowest.data(), static_cast<int>(times.size()), MPI_DOUBLE, MPI_MAX, comm));
       const std::size_t pick =
           static_cast<std::size_t>(std::min_element(slowest.begin(), slowest.end()) - slowest.begin());
       m_strategy[slot.stage][slot.forward ? 0 : 1] = list[pick];
       m_source[slot.stage][slot.forward ? 0 : 1] = "measured";
+      std::ostringstream timings;
+      for (std::size_t c = 0; c < list.size(); ++c)
+        if (all_distinct[c] != 0) timings << " " << to_string(list[c]) << " " << slowest[c] * 1e3;
+      m_timings[slot.stage][slot.forward ? 0 : 1] = timings.str();
       record_choice(choice_key(slot), Choice{to_string(list[pick]), m_local.level()});
     }
   }
@@ -630,10 +655,11 @@ class PlanCore {
   std::vector<std::unique_ptr<Transpose<complex_type, M>>> m_forward_t, m_backward_t;
   std::unique_ptr<Transpose<complex_type, M>> m_to_input, m_from_input;  // OutputLayout::same only
   mutable LocalPlans<R, M> m_local;
-  std::vector<std::array<Strategy, 2>> m_strategy;   // per stage: forward, backward
-  std::vector<std::array<std::string, 2>> m_source;  // per stage and direction: heuristic, measured or wisdom
-  bool m_measured = false;                           // choose_strategies() timed candidates
-  std::string m_wisdom;                              // what happened to Options::wisdom_file
+  std::vector<std::array<Strategy, 2>> m_strategy;    // per stage: forward, backward
+  std::vector<std::array<std::string, 2>> m_source;   // per stage and direction: heuristic, measured or wisdom
+  std::vector<std::array<std::string, 2>> m_timings;  // per stage and direction: the candidates' times, if measured
+  bool m_measured = false;                            // choose_strategies() timed candidates
+  std::string m_wisdom;                               // what happened to Options::wisdom_file
   mutable std::vector<Kokkos::View<complex_type*, M>> m_work[2];
   mutable Staging<complex_type, M> m_staging;
 };
