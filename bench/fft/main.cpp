@@ -1,18 +1,22 @@
-// bench/fft: darray's distributed 3-D complex FFT against FFTW-MPI's (fftw_mpi_plan_dft_3d) in the same run, on the
-// same processes, with the same planner flags and the same output layout. Per size it prints the time per forward
-// transform of each (max over processes, best of --reps, the two libraries alternating so load spikes hit both),
-// their ratio (darray / FFTW-MPI: below 1 means darray is faster), GFlop/s (5 N log2 N) and the largest difference
-// between the two results.
-//   mpirun -n 2 bench-fft                      # default sizes 128,192,256
-//   mpirun -n 2 bench-fft --sizes 512 --reps 3 --planner measure --layout transposed
+// bench/fft: darray's distributed 3-D FFT against FFTW-MPI's (fftw_mpi_plan_dft_3d, fftw_mpi_plan_dft_r2c_3d) in the
+// same run, on the same processes, with the same planner flags and the same output layout. One table: per transform
+// (c2c, r2c), layout (same, transposed) and size, the time per forward transform of each (max over processes, best
+// of --reps, the two libraries alternating so load spikes hit both), their ratio (darray / FFTW-MPI: below 1 means
+// darray is faster), GFlop/s (5 N log2 N for c2c, half that for r2c), the largest difference between the two
+// results, and darray's plan construction times: the benchmarked plan, an estimate plan, and (measure / patient)
+// the same plan rebuilt from its saved wisdom file, with that time's ratio to the estimate plan's.
+//   mpirun -n 2 bench-fft                                      # sizes 64,128,256, c2c and r2c, both layouts
+//   mpirun -n 2 bench-fft --sizes 128 --planner measure --transforms r2c --layouts transposed
 #include <fftw3-mpi.h>
 #include <mpi.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -32,8 +36,7 @@ double value(int64_t flat, int part) {
 }
 
 // Max over processes of one call's time.
-template <class Fn>
-double timed(Fn&& fn) {
+double timed(const std::function<void()>& fn) {
   MPI_Barrier(MPI_COMM_WORLD);
   const double t0 = MPI_Wtime();
   fn();
@@ -42,76 +45,160 @@ double timed(Fn&& fn) {
   return slowest;
 }
 
-struct Result {
-  double darray = 1e300, fftw_mpi = 1e300, difference = 0;
-  std::string layout;
+struct Config {
+  int reps = 5;
+  unsigned flags = FFTW_ESTIMATE;
+  darray::fft::Planner planner = darray::fft::Planner::estimate;
+  bool transposed = false;
+  bool real = false;
+  darray::fft::Decomposition decomposition = darray::fft::Decomposition::automatic;
+  std::string wisdom;  // file for the wisdom-plan timing
 };
 
-Result bench_size(int64_t n, int reps, unsigned flags, bool transposed, darray::fft::Decomposition decomposition) {
+struct Result {
+  double darray = 1e300, fftw_mpi = 1e300, difference = 0;
+  double plan = 0, estimate_plan = 1e300, wisdom_plan = -1;
+  std::string layout, strategies;
+};
+
+darray::fft::Options options_of(const Config& c) {
+  darray::fft::Options o;
+  o.output = c.transposed ? darray::fft::OutputLayout::transposed : darray::fft::OutputLayout::same;
+  o.planner = c.planner;
+  return o;
+}
+
+// The forward transform lines of Plan::describe(), shortened: "s0 passes+copy, s1 guru".
+std::string strategies_of(const std::string& described) {
+  std::string out;
+  std::size_t at = 0;
+  while ((at = described.find("  stage ", at)) != std::string::npos) {
+    const std::size_t f = described.find("forward ", at) + 8, end = described.find(' ', f);
+    out += (out.empty() ? "s" : ",s") + described.substr(at + 8, described.find(' ', at + 8) - at - 8) + ":" +
+           described.substr(f, end - f);
+    at = end;
+  }
+  return out;
+}
+
+// darray's plan construction: the benchmarked plan once, then an estimate plan (best of 3, no wisdom in memory),
+// then for measuring planners the same plan rebuilt from the wisdom file it saved (best of 3, memory forgotten
+// before each, as in a new run).
+template <class PlanT>
+void time_construction(const Shape& shape, const darray::NamedSharding& sharding, const Config& c, Result& r) {
+  darray::fft::Options estimate = options_of(c);
+  estimate.planner = darray::fft::Planner::estimate;
+  for (int k = 0; k < 3; ++k) {
+    darray::fft::forget_wisdom();
+    r.estimate_plan = std::min(r.estimate_plan, timed([&] { PlanT p(shape, sharding, estimate); }));
+  }
+  if (c.planner == darray::fft::Planner::estimate) return;
+  darray::fft::Options wise = options_of(c);
+  wise.wisdom_file = c.wisdom;
+  if (darray::process_index() == 0) std::remove(c.wisdom.c_str());
+  darray::fft::forget_wisdom();
+  { PlanT saving(shape, sharding, wise); }
+  r.wisdom_plan = 1e300;
+  for (int k = 0; k < 3; ++k) {
+    darray::fft::forget_wisdom();
+    r.wisdom_plan = std::min(r.wisdom_plan, timed([&] { PlanT p(shape, sharding, wise); }));
+  }
+}
+
+Result bench_size(int64_t n, const Config& c) {
   Result r;
+  darray::fft::forget_wisdom();  // FFTW's wisdom is per process: each library plans as it would alone
   const Shape shape{n, n, n};
-  // FFTW-MPI: slabs of dim 0 (dim 1 after FFTW_MPI_TRANSPOSED_OUT), in and out of place, as its users run it.
+  const int64_t nc = c.real ? n / 2 + 1 : n;  // complex extent of dim 2
+  // FFTW-MPI: slabs of dim 0 (dim 1 after FFTW_MPI_TRANSPOSED_OUT), out of place, as its users run it; r2c input
+  // rows padded to 2 (n / 2 + 1) reals.
   ptrdiff_t local_n0 = 0, local_0_start = 0, local_n1 = 0, local_1_start = 0;
   const ptrdiff_t alloc =
-      fftw_mpi_local_size_3d_transposed(n, n, n, MPI_COMM_WORLD, &local_n0, &local_0_start, &local_n1, &local_1_start);
+      fftw_mpi_local_size_3d_transposed(n, n, nc, MPI_COMM_WORLD, &local_n0, &local_0_start, &local_n1, &local_1_start);
   fftw_complex* in = fftw_alloc_complex(static_cast<std::size_t>(alloc));
   fftw_complex* out = fftw_alloc_complex(static_cast<std::size_t>(alloc));
-  const fftw_plan plan = fftw_mpi_plan_dft_3d(n, n, n, in, out, MPI_COMM_WORLD, FFTW_FORWARD,
-                                              flags | (transposed ? FFTW_MPI_TRANSPOSED_OUT : 0u));
+  double* rin = reinterpret_cast<double*>(in);
+  const unsigned flags = c.flags | (c.transposed ? FFTW_MPI_TRANSPOSED_OUT : 0u);
+  const fftw_plan plan = c.real ? fftw_mpi_plan_dft_r2c_3d(n, n, n, rin, out, MPI_COMM_WORLD, flags)
+                                : fftw_mpi_plan_dft_3d(n, n, n, in, out, MPI_COMM_WORLD, FFTW_FORWARD, flags);
   for (ptrdiff_t i = 0; i < local_n0; ++i)
     for (int64_t j = 0; j < n; ++j)
       for (int64_t k = 0; k < n; ++k) {
-        const int64_t local = (i * n + j) * n + k, flat = ((local_0_start + i) * n + j) * n + k;
-        in[local][0] = value(flat, 0);
-        in[local][1] = value(flat, 1);
+        const int64_t flat = ((local_0_start + i) * n + j) * n + k;
+        if (c.real) {
+          rin[(i * n + j) * 2 * nc + k] = value(flat, 0);
+        } else {
+          in[(i * n + j) * n + k][0] = value(flat, 0);
+          in[(i * n + j) * n + k][1] = value(flat, 1);
+        }
       }
 
   // darray: the automatic decomposition (a slab while every device holds a plane), the same planner effort.
-  const darray::NamedSharding sharding = darray::fft::auto_sharding(shape, decomposition);
-  darray::fft::Options options;
-  options.output = transposed ? darray::fft::OutputLayout::transposed : darray::fft::OutputLayout::same;
-  options.planner = (flags & FFTW_MEASURE) != 0 ? darray::fft::Planner::measure : darray::fft::Planner::estimate;
-  const darray::fft::Plan<double> dplan(shape, sharding, options);
-  const auto x = darray::make_array_from_callback<C, 3>(shape, sharding, [&](const darray::Index& box) {
-    std::vector<C> v;
-    v.reserve(static_cast<std::size_t>(darray::volume(box)));
-    for (int64_t i = box[0].start; i < box[0].stop; ++i)
-      for (int64_t j = box[1].start; j < box[1].stop; ++j)
-        for (int64_t k = box[2].start; k < box[2].stop; ++k) {
-          const int64_t flat = (i * n + j) * n + k;
-          v.emplace_back(value(flat, 0), value(flat, 1));
-        }
-    return v;
-  });
+  const darray::NamedSharding sharding = darray::fft::auto_sharding(shape, c.decomposition);
   r.layout = sharding.mesh().to_string() + " " + sharding.spec().to_string();
-
-  // Both write into an output array they keep, as FFTW-MPI users do; the first call of each is a warm-up (first
-  // touch of every buffer, communicator set-up).
-  auto y = dplan.allocate_output();
-  dplan.forward(x, y);
-  fftw_execute(plan);
-  for (int it = 0; it < reps; ++it) {
-    r.darray = std::min(r.darray, timed([&] { dplan.forward(x, y); }));
-    r.fftw_mpi = std::min(r.fftw_mpi, timed([&] { fftw_execute(plan); }));
+  darray::fft::forget_wisdom();
+  auto fill = [&](auto tag) {
+    using T = decltype(tag);
+    return darray::make_array_from_callback<T, 3>(shape, sharding, [&](const darray::Index& box) {
+      std::vector<T> v;
+      v.reserve(static_cast<std::size_t>(darray::volume(box)));
+      for (int64_t i = box[0].start; i < box[0].stop; ++i)
+        for (int64_t j = box[1].start; j < box[1].stop; ++j)
+          for (int64_t k = box[2].start; k < box[2].stop; ++k) {
+            const int64_t flat = (i * n + j) * n + k;
+            if constexpr (std::is_same<T, double>::value)
+              v.push_back(value(flat, 0));
+            else
+              v.emplace_back(value(flat, 0), value(flat, 1));
+          }
+      return v;
+    });
+  };
+  std::vector<C> result;  // this process's first block of darray's output
+  int64_t count = 0;
+  auto run = [&](const auto& dplan, const auto& x) {
+    // Both write into an output array they keep, as FFTW-MPI users do; the first call of each is a warm-up (first
+    // touch of every buffer, communicator set-up).
+    auto y = dplan.allocate_output();
+    dplan.forward(x, y);
+    fftw_execute(plan);
+    for (int it = 0; it < c.reps; ++it) {
+      r.darray = std::min(r.darray, timed([&] { dplan.forward(x, y); }));
+      r.fftw_mpi = std::min(r.fftw_mpi, timed([&] { fftw_execute(plan); }));
+    }
+    r.strategies = strategies_of(dplan.describe());
+    const auto& shards = y.addressable_shards();
+    if (!shards.empty()) {
+      count = darray::volume(shards[0].index);
+      result.assign(shards[0].data.data(), shards[0].data.data() + count);
+    }
+  };
+  if (c.real) {
+    darray::fft::RealPlan<double>* p = nullptr;
+    r.plan = timed([&] { p = new darray::fft::RealPlan<double>(shape, sharding, options_of(c)); });
+    run(*p, fill(double()));
+    delete p;
+  } else {
+    darray::fft::Plan<double>* p = nullptr;
+    r.plan = timed([&] { p = new darray::fft::Plan<double>(shape, sharding, options_of(c)); });
+    run(*p, fill(C()));
+    delete p;
   }
 
   // Both libraries hold dim-0 slabs (dim-1 slabs when transposed) of the same block partition when the process
   // count divides n and every process has one device: compare element by element there.
-  double diff = 0, ref = 0;
-  const auto& shards = y.addressable_shards();
-  const bool comparable = darray::local_device_count() == 1 && n % darray::process_count() == 0 &&
-                          sharding.mesh().ndim() == 1 && shards.size() == 1;
+  const bool comparable =
+      darray::local_device_count() == 1 && n % darray::process_count() == 0 && sharding.mesh().ndim() == 1 && count > 0;
   if (comparable) {
-    const C* d = shards[0].data.data();
-    const int64_t count = darray::volume(shards[0].index);
+    double diff = 0, ref = 0;
     for (int64_t e = 0; e < count; ++e) {
       // FFTW_MPI_TRANSPOSED_OUT stores (k1, k0, k2); darray's transposed layout keeps (k0, k1, k2) order.
       int64_t f = e;
-      if (transposed) {
-        const int64_t i = e / (local_n1 * n), j = (e / n) % local_n1, k = e % n;
-        f = (j * n + i) * n + k;
+      if (c.transposed) {
+        const int64_t i = e / (local_n1 * nc), j = (e / nc) % local_n1, k = e % nc;
+        f = (j * n + i) * nc + k;
       }
-      diff = std::max(diff, std::hypot(d[e].real() - out[f][0], d[e].imag() - out[f][1]));
+      diff = std::max(diff, std::hypot(result[e].real() - out[f][0], result[e].imag() - out[f][1]));
       ref = std::max(ref, std::hypot(out[f][0], out[f][1]));
     }
     double local[2] = {diff, ref}, global[2] = {0, 0};
@@ -123,64 +210,99 @@ Result bench_size(int64_t n, int reps, unsigned flags, bool transposed, darray::
   fftw_destroy_plan(plan);
   fftw_free(in);
   fftw_free(out);
+  if (c.real)
+    time_construction<darray::fft::RealPlan<double>>(shape, sharding, c, r);
+  else
+    time_construction<darray::fft::Plan<double>>(shape, sharding, c, r);
   return r;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"bench-fft: darray 3-D FFT vs FFTW-MPI (fftw_mpi_plan_dft_3d), same processes, flags and layout"};
-  std::vector<int64_t> sizes{128, 192, 256};
+  CLI::App app{"bench-fft: darray 3-D FFT vs FFTW-MPI, same processes, planner flags and layout"};
+  std::vector<int64_t> sizes{64, 128, 256};
+  std::vector<std::string> transforms{"c2c", "r2c"}, layouts{"same", "transposed"};
   int reps = 5;
-  std::string planner = "estimate", layout = "same", decomposition = "auto";
-  app.add_option("--sizes", sizes, "cube edges to run, e.g. --sizes 128,256,512")
+  std::string planner = "estimate", decomposition = "auto", wisdom;
+  app.add_option("--sizes", sizes, "cube edges to run, e.g. --sizes 64,128,256")
       ->delimiter(',')
       ->check(CLI::PositiveNumber);
+  app.add_option("--transforms", transforms, "c2c, r2c or both (c2c,r2c)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"c2c", "r2c"}));
+  app.add_option("--layouts", layouts, "same (FFTW-MPI default), transposed (FFTW_MPI_TRANSPOSED_OUT) or both")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"same", "transposed"}));
   app.add_option("--reps", reps, "timed transforms per library and size (best one reported)")
       ->check(CLI::PositiveNumber);
-  app.add_option("--planner", planner, "FFTW flags for both: estimate or measure")
-      ->check(CLI::IsMember({"estimate", "measure"}));
-  app.add_option("--layout", layout, "same (FFTW-MPI default) or transposed (FFTW_MPI_TRANSPOSED_OUT)")
-      ->check(CLI::IsMember({"same", "transposed"}));
+  app.add_option("--planner", planner, "FFTW flags for both: estimate, measure or patient")
+      ->check(CLI::IsMember({"estimate", "measure", "patient"}));
   app.add_option("--decomposition", decomposition, "darray's decomposition: auto, slab or pencil")
       ->check(CLI::IsMember({"auto", "slab", "pencil"}));
+  app.add_option("--wisdom", wisdom, "wisdom file for the wisdom-plan timing (default: a temporary, removed)");
   CLI11_PARSE(app, argc, argv);
   try {
     darray::Environment env(argc, argv);
     fftw_mpi_init();
     const bool root = darray::process_index() == 0;
-    const unsigned flags = planner == "measure" ? FFTW_MEASURE : FFTW_ESTIMATE;
-    const auto dec = decomposition == "slab"     ? darray::fft::Decomposition::slab
-                     : decomposition == "pencil" ? darray::fft::Decomposition::pencil
-                                                 : darray::fft::Decomposition::automatic;
+    Config c;
+    c.reps = reps;
+    c.flags = planner == "patient" ? FFTW_PATIENT : planner == "measure" ? FFTW_MEASURE : FFTW_ESTIMATE;
+    c.planner = planner == "patient"   ? darray::fft::Planner::patient
+                : planner == "measure" ? darray::fft::Planner::measure
+                                       : darray::fft::Planner::estimate;
+    c.decomposition = decomposition == "slab"     ? darray::fft::Decomposition::slab
+                      : decomposition == "pencil" ? darray::fft::Decomposition::pencil
+                                                  : darray::fft::Decomposition::automatic;
+    long long pid = static_cast<long long>(getpid());
+    MPI_Bcast(&pid, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
+    const bool own_wisdom = wisdom.empty();
+    c.wisdom = own_wisdom ? "/tmp/darray-bench-fft-" + std::to_string(pid) + ".wisdom" : wisdom;
     if (root)
       std::printf(
-          "# bench-fft: %d processes, %d devices, FFTW_%s, layout %s; seconds per forward c2c transform "
-          "(best of %d, max over processes)\n"
-          "%6s %12s %12s %7s %10s %10s %10s  %s\n",
-          darray::process_count(), darray::device_count(), planner == "measure" ? "MEASURE" : "ESTIMATE",
-          layout.c_str(), reps, "n", "darray_s", "fftw_mpi_s", "ratio", "darray_GF", "fftwmpi_GF", "max_rel_diff",
-          "darray layout");
-    for (int64_t n : sizes) {
-      const Result r = bench_size(n, reps, flags, layout == "transposed", dec);
-      const double points = static_cast<double>(n) * n * n, flops = 5 * points * std::log2(points);
-      if (root) {
-        char diff[32];
-        if (r.difference < 0)
-          std::snprintf(diff, sizeof diff, "%10s", "n/a");
-        else
-          std::snprintf(diff, sizeof diff, "%10.2e", r.difference);
-        std::printf("%6lld %12.5f %12.5f %7.3f %10.3f %10.3f %s  %s\n", static_cast<long long>(n), r.darray, r.fftw_mpi,
-                    r.darray / r.fftw_mpi, flops / r.darray * 1e-9, flops / r.fftw_mpi * 1e-9, diff, r.layout.c_str());
-        std::fflush(stdout);
-      }
-      if (r.difference > 1e-12) {
-        if (root)
-          std::fprintf(stderr, "bench-fft: results differ by %.3e (relative) at n = %lld\n", r.difference,
-                       static_cast<long long>(n));
-        return 1;
-      }
-    }
+          "# bench-fft: %d processes, %d devices, FFTW_%s; seconds per forward transform (best of %d, max over "
+          "processes); plan construction in seconds, wis/est = plan from saved wisdom / estimate plan\n"
+          "%-4s %-10s %5s %10s %10s %6s %8s %8s %9s %8s %8s %8s %7s  %s\n",
+          darray::process_count(), darray::device_count(),
+          planner == "patient"   ? "PATIENT"
+          : planner == "measure" ? "MEASURE"
+                                 : "ESTIMATE",
+          reps, "kind", "layout", "n", "darray_s", "fftwmpi_s", "ratio", "darray_GF", "fftw_GF", "rel_diff", "plan_s",
+          "est_s", "wis_s", "wis/est", "darray strategies (forward) / layout");
+    for (const std::string& kind : transforms)
+      for (const std::string& layout : layouts)
+        for (int64_t n : sizes) {
+          c.real = kind == "r2c";
+          c.transposed = layout == "transposed";
+          const Result r = bench_size(n, c);
+          const double points = static_cast<double>(n) * n * n;
+          const double flops = (c.real ? 2.5 : 5.0) * points * std::log2(points);
+          if (root) {
+            char diff[32], wis[32], ratio[32];
+            std::snprintf(diff, sizeof diff, r.difference < 0 ? "%9s" : "%9.1e", r.difference < 0 ? 0.0 : r.difference);
+            if (r.difference < 0) std::snprintf(diff, sizeof diff, "%9s", "n/a");
+            if (r.wisdom_plan < 0) {
+              std::snprintf(wis, sizeof wis, "%8s", "-");
+              std::snprintf(ratio, sizeof ratio, "%7s", "-");
+            } else {
+              std::snprintf(wis, sizeof wis, "%8.4f", r.wisdom_plan);
+              std::snprintf(ratio, sizeof ratio, "%7.2f", r.wisdom_plan / r.estimate_plan);
+            }
+            std::printf("%-4s %-10s %5lld %10.5f %10.5f %6.3f %8.2f %8.2f %s %8.3f %8.4f %s %s  %s / %s\n",
+                        kind.c_str(), layout.c_str(), static_cast<long long>(n), r.darray, r.fftw_mpi,
+                        r.darray / r.fftw_mpi, flops / r.darray * 1e-9, flops / r.fftw_mpi * 1e-9, diff, r.plan,
+                        r.estimate_plan, wis, ratio, r.strategies.c_str(), r.layout.c_str());
+            std::fflush(stdout);
+          }
+          if (r.difference > 1e-12) {
+            if (root)
+              std::fprintf(stderr, "bench-fft: results differ by %.3e (relative) at %s %s n = %lld\n", r.difference,
+                           kind.c_str(), layout.c_str(), static_cast<long long>(n));
+            return 1;
+          }
+        }
+    if (root && own_wisdom) std::remove(c.wisdom.c_str());
     fftw_mpi_cleanup();
   } catch (const std::exception& e) {
     std::cerr << "bench-fft: error: " << e.what() << "\n";

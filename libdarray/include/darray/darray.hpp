@@ -37,6 +37,7 @@
 #include "darray/fft/layout.hpp"
 #include "darray/fft/options.hpp"
 #include "darray/fft/plan.hpp"
+#include "darray/fft/wisdom.hpp"
 #include "darray/fft/stages.hpp"
 #include "darray/fft/transforms.hpp"
 #include "darray/halo/exchange.hpp"

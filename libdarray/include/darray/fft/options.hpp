@@ -3,6 +3,7 @@
 #pragma once
 
 #include <ostream>
+#include <string>
 
 namespace darray {
 namespace fft {
@@ -27,21 +28,33 @@ enum class Normalization {
   none,      // neither (FFTW's and cuFFT's raw transforms): backward(forward(x)) == N x
 };
 
-// How hard FFTW searches for fast local plans. measure runs and times candidates while the Plan is built (seconds
-// for large blocks, and different processes may pick different algorithms); cuFFT ignores it.
+// How hard the plan searches for fast local transforms. measure and patient build FFTW's plans with FFTW_MEASURE /
+// FFTW_PATIENT and also time darray's own candidates for each stage (FFTW's strided plans, tiled passes, in place
+// or out of place; see Plan::describe()): seconds for large blocks, unless wisdom (Options::wisdom_file) already
+// holds the answers. Every process takes the same choice per stage (the fastest on the slowest process). cuFFT
+// ignores it.
 enum class Planner {
-  estimate,  // FFTW_ESTIMATE: planning is instant
+  estimate,  // FFTW_ESTIMATE and fixed heuristics: planning is instant
   measure,   // FFTW_MEASURE
+  patient,   // FFTW_PATIENT: a wider FFTW search, several times longer than measure
 };
 
 struct Options {
   OutputLayout output = OutputLayout::same;
   Normalization normalization = Normalization::backward;
   Planner planner = Planner::estimate;
+  // A wisdom file (empty: none), as fft::load_wisdom / fft::save_wisdom read and write it: before planning, process
+  // 0 reads it and every process imports it (a missing file is fine: planned as without; a corrupt one, or one from
+  // another FFTW build, is ignored with a warning, the same on every process). After a measure or patient plan learnt
+  // something new, the wisdom of every process is merged and written back (a temporary renamed over the file). So
+  // a second run of a measured plan is built about as fast as an estimate plan, and computes bit for bit the same.
+  std::string wisdom_file;
 };
 
 inline const char* to_string(OutputLayout v) { return v == OutputLayout::same ? "same" : "transposed"; }
-inline const char* to_string(Planner v) { return v == Planner::estimate ? "estimate" : "measure"; }
+inline const char* to_string(Planner v) {
+  return v == Planner::estimate ? "estimate" : v == Planner::measure ? "measure" : "patient";
+}
 inline const char* to_string(Normalization v) {
   switch (v) {
     case Normalization::backward:

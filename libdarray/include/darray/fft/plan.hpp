@@ -6,6 +6,7 @@
 
 #include <Kokkos_Core.hpp>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "darray/array/distributed_array.hpp"
@@ -59,6 +60,9 @@ class Plan {
   const Options& options() const { return m_core->options(); }
   int transposes() const { return m_core->transposes(); }
   const char* backend() const { return m_core->backend(); }  // "fftw" or "cufft"
+  // The plan in words: stages, each stage's local strategy per direction and whether it came from a heuristic
+  // (planner estimate), a measurement or wisdom, and what became of Options::wisdom_file. Multi-line.
+  std::string describe() const { return m_core->describe(); }
 
  private:
   std::shared_ptr<detail::PlanCore<R, M>> m_core;
@@ -102,6 +106,7 @@ class RealPlan {
   const Options& options() const { return m_core->options(); }
   int transposes() const { return m_core->transposes(); }
   const char* backend() const { return m_core->backend(); }
+  std::string describe() const { return m_core->describe(); }  // as Plan::describe()
 
  private:
   std::shared_ptr<detail::PlanCore<R, M>> m_core;

@@ -81,8 +81,9 @@ class FftwGuruPlan {
   using Api = FftwApi<R>;
 
  public:
-  FftwGuruPlan(const LocalProblem& problem, std::vector<int> positions, bool measure)
-      : m_problem(problem), m_positions(std::move(positions)), m_measure(measure) {
+  // flags: the planner effort, FFTW_ESTIMATE, FFTW_MEASURE or FFTW_PATIENT.
+  FftwGuruPlan(const LocalProblem& problem, std::vector<int> positions, unsigned flags)
+      : m_problem(problem), m_positions(std::move(positions)), m_flags(flags) {
     m_aligned = make(0u);
   }
   FftwGuruPlan(const FftwGuruPlan&) = delete;
@@ -149,7 +150,7 @@ class FftwGuruPlan {
       in = base;
       out = pb.in_place ? in : static_cast<void*>(align(base + in_bytes) + skew);
     }
-    const unsigned flags = (m_measure ? FFTW_MEASURE : FFTW_ESTIMATE) | extra_flags;
+    const unsigned flags = m_flags | extra_flags;
     const int rank = static_cast<int>(dims.size()), hrank = static_cast<int>(loops.size());
     typename Api::plan_type p = nullptr;
     {
@@ -177,7 +178,7 @@ class FftwGuruPlan {
 
   LocalProblem m_problem;
   std::vector<int> m_positions;
-  bool m_measure;
+  unsigned m_flags;
   typename Api::plan_type m_aligned = nullptr;
   typename Api::plan_type m_unaligned = nullptr;
 };
@@ -197,7 +198,7 @@ class FftwTiledPass {
   };
 
  public:
-  FftwTiledPass(const Shape& extents, int position, bool forward, bool measure) {
+  FftwTiledPass(const Shape& extents, int position, bool forward, unsigned flags) {
     const auto p = static_cast<std::size_t>(position);
     m_n = extents[p];
     for (std::size_t k = 0; k < p; ++k) m_outer *= extents[k];
@@ -211,8 +212,8 @@ class FftwTiledPass {
     DARRAY_THROW_IF(m_scratch == nullptr, Error, "fft::Plan",
                     "cannot allocate an FFT tile of " << m_n * m_chunk << " elements");
     try {
-      m_full = make(m_chunk, forward, measure);
-      if (m_inner % m_chunk != 0) m_tail = make(m_inner % m_chunk, forward, measure);
+      m_full = make(m_chunk, forward, flags);
+      if (m_inner % m_chunk != 0) m_tail = make(m_inner % m_chunk, forward, flags);
     } catch (...) {
       release();
       throw;
@@ -252,7 +253,7 @@ class FftwTiledPass {
   }
 
  private:
-  typename Api::plan_type make(int64_t count, bool forward, bool measure) {
+  typename Api::plan_type make(int64_t count, bool forward, unsigned flags) {
     // Interleaved: element i of column k at i * count + k; else at k * n + i.
     const auto stride = static_cast<std::ptrdiff_t>(m_interleaved ? count : 1);
     const auto distance = static_cast<std::ptrdiff_t>(m_interleaved ? 1 : m_n);
@@ -261,8 +262,7 @@ class FftwTiledPass {
     typename Api::plan_type p = nullptr;
     {
       std::lock_guard<std::mutex> lock(fftw_planner_mutex());
-      p = Api::dft(1, &dim, 1, &loop, m_scratch, m_scratch, forward ? FFTW_FORWARD : FFTW_BACKWARD,
-                   measure ? FFTW_MEASURE : FFTW_ESTIMATE);
+      p = Api::dft(1, &dim, 1, &loop, m_scratch, m_scratch, forward ? FFTW_FORWARD : FFTW_BACKWARD, flags);
     }
     DARRAY_THROW_IF(p == nullptr, NotSupported, "fft::Plan", "FFTW could not plan " << count << " FFTs of " << m_n);
     return p;
@@ -289,28 +289,38 @@ class FftwTiledPass {
 // than this; below it the data stays in L2 and FFTW's own plans are as fast (FFTW-MPI's 2-D planes of 128^2 are).
 inline constexpr std::size_t tiled_pass_min_bytes = std::size_t(512) << 10;
 
-// The FFTW plan of one LocalProblem: one guru plan for the innermost dim (r2c/c2r included) and every strided dim
-// that fits in cache, then a tiled pass per remaining strided dim.
+// The FFTW planner flags of an effort level: 0 estimate, 1 measure, 2 patient.
+inline unsigned fftw_flags(int level) { return level >= 2 ? FFTW_PATIENT : level == 1 ? FFTW_MEASURE : FFTW_ESTIMATE; }
+
+// The FFTW plan of one LocalProblem, split as `method` says (see Method): one guru plan for the innermost dim
+// (r2c/c2r included) and the strided dims the method leaves to FFTW, then a tiled pass per remaining strided dim.
 template <class R>
 class FftwPlan {
  public:
-  FftwPlan(const LocalProblem& problem, bool measure) : m_problem(problem) {
+  FftwPlan(const LocalProblem& problem, Method method, unsigned flags) : m_problem(problem) {
+    const Shape& complex = problem.kind == Kind::r2c ? problem.out_block : problem.in_block;
+    std::vector<int> guru, tiled;
+    split(problem, method, &guru, &tiled);
+    // r2c and c2r need their halved (innermost) dim in the guru plan; a c2c problem may be all tiled.
+    if (!guru.empty()) m_main = std::make_unique<FftwGuruPlan<R>>(problem, guru, flags);
+    for (int d : tiled) m_passes.push_back(std::make_unique<FftwTiledPass<R>>(complex, d, problem.forward, flags));
+  }
+
+  // The dims `method` leaves to the guru plan and those it tiles (equal splits mean equal plans).
+  static void split(const LocalProblem& problem, Method method, std::vector<int>* guru, std::vector<int>* tiled) {
     const int last = static_cast<int>(problem.in_block.size()) - 1;
     // The complex side's extents: what the tiled passes walk.
     const Shape& complex = problem.kind == Kind::r2c ? problem.out_block : problem.in_block;
-    std::vector<int> guru, tiled;
     for (int d : problem.dims) {
       std::size_t span = 2 * sizeof(R);
       for (std::size_t k = static_cast<std::size_t>(d); k < complex.size(); ++k)
         span *= static_cast<std::size_t>(complex[k]);
-      if (d != last && complex[static_cast<std::size_t>(d)] > 1 && span > tiled_pass_min_bytes)
-        tiled.push_back(d);
-      else
-        guru.push_back(d);
+      const bool strided = d != last && complex[static_cast<std::size_t>(d)] > 1;
+      const bool tile = method == Method::tiled    ? strided
+                        : method == Method::passes ? strided && span > tiled_pass_min_bytes
+                                                   : false;
+      (tile ? tiled : guru)->push_back(d);
     }
-    // r2c and c2r need their halved (innermost) dim in the guru plan; a c2c problem may be all tiled.
-    if (!guru.empty()) m_main = std::make_unique<FftwGuruPlan<R>>(problem, guru, measure);
-    for (int d : tiled) m_passes.push_back(std::make_unique<FftwTiledPass<R>>(complex, d, problem.forward, measure));
   }
 
   void execute(void* in, void* out) {

@@ -4,9 +4,11 @@
 #pragma once
 
 #include <Kokkos_Core.hpp>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <type_traits>
+#include <utility>
 
 #include "darray/array/detail/view.hpp"
 #include "darray/core/error.hpp"
@@ -39,7 +41,7 @@ inline const char* to_string(Backend b) { return b == Backend::fftw ? "fftw" : b
 
 // Stands in where no backend serves a memory space; plans refuse such spaces before any local problem is made.
 struct NoBackendPlan {
-  NoBackendPlan(const LocalProblem&, bool) {
+  NoBackendPlan(const LocalProblem&, Method, int) {
     DARRAY_THROW(NotSupported, "fft::Plan", "no FFT backend for this memory space in this build");
   }
   void execute(void*, void*) {}
@@ -48,55 +50,69 @@ struct NoBackendPlan {
 template <Backend B, class R>
 struct BackendPlan {
   using type = NoBackendPlan;
-  static std::unique_ptr<type> make(const LocalProblem& p, bool measure) { return std::make_unique<type>(p, measure); }
+  static std::unique_ptr<type> make(const LocalProblem& p, Method m, int level) {
+    return std::make_unique<type>(p, m, level);
+  }
 };
 #if defined(DARRAY_HAS_FFTW)
 template <class R>
 struct BackendPlan<Backend::fftw, R> {
   using type = FftwPlan<R>;
-  static std::unique_ptr<type> make(const LocalProblem& p, bool measure) { return std::make_unique<type>(p, measure); }
+  static std::unique_ptr<type> make(const LocalProblem& p, Method m, int level) {
+    return std::make_unique<type>(p, m, fftw_flags(level));
+  }
 };
 #endif
 #if defined(DARRAY_FFT_CUFFT)
 template <class R>
 struct BackendPlan<Backend::cufft, R> {
   using type = CufftPlan<R>;
-  // cuFFT has no planner effort; Kokkos' stream orders the transforms with the kernels around them.
-  static std::unique_ptr<type> make(const LocalProblem& p, bool) {
+  // cuFFT has no planner effort nor methods; Kokkos' stream orders the transforms with the kernels around them.
+  static std::unique_ptr<type> make(const LocalProblem& p, Method, int) {
     return std::make_unique<type>(p, Kokkos::Cuda().cuda_stream());
   }
 };
 #endif
 
-// The local plans of one distributed FFT plan, one per distinct local problem (devices with equal blocks share).
+// The local plans of one distributed FFT plan, one per distinct (local problem, method): devices with equal blocks
+// share. level: the planner effort, 0 estimate, 1 measure, 2 patient.
 template <class R, class M>
 class LocalPlans {
   using Factory = BackendPlan<backend_for<M>(), R>;
+  using Key = std::pair<LocalProblem, Method>;
 
  public:
   static constexpr Backend backend = backend_for<M>();
 
-  explicit LocalPlans(bool measure) : m_measure(measure) {}
+  explicit LocalPlans(int level) : m_level(level) {}
 
   // Plans `problem` unless an equal one exists. Not collective; may throw (the caller agrees errors).
-  void prepare(const LocalProblem& problem) {
-    if (problem.empty() || m_plans.count(problem) != 0) return;
-    m_plans.emplace(problem, Factory::make(problem, m_measure));
+  void prepare(const LocalProblem& problem, Method method) {
+    if (problem.empty() || m_plans.count(Key(problem, method)) != 0) return;
+    m_plans.emplace(Key(problem, method), Factory::make(problem, method, m_level));
   }
 
   // Runs `problem` on blocks in and out (equal for in-place problems). Planned on demand if prepare() missed it.
-  void execute(const LocalProblem& problem, void* in, void* out) {
+  void execute(const LocalProblem& problem, Method method, void* in, void* out) {
     if (problem.empty()) return;
-    auto it = m_plans.find(problem);
-    if (it == m_plans.end()) it = m_plans.emplace(problem, Factory::make(problem, m_measure)).first;
+    auto it = m_plans.find(Key(problem, method));
+    if (it == m_plans.end()) it = m_plans.emplace(Key(problem, method), Factory::make(problem, method, m_level)).first;
     it->second->execute(in, out);
   }
 
+  // Drops every plan whose key `keep` rejects (the candidates a measuring planner did not choose).
+  template <class Pred>
+  void retain(Pred keep) {
+    for (auto it = m_plans.begin(); it != m_plans.end();)
+      it = keep(it->first.first, it->first.second) ? std::next(it) : m_plans.erase(it);
+  }
+
   std::size_t size() const { return m_plans.size(); }
+  int level() const { return m_level; }
 
  private:
-  bool m_measure;
-  std::map<LocalProblem, std::unique_ptr<typename Factory::type>> m_plans;
+  int m_level;
+  std::map<Key, std::unique_ptr<typename Factory::type>> m_plans;
 };
 
 }  // namespace detail

@@ -14,6 +14,15 @@ namespace detail {
 
 enum class Kind { c2c, r2c, c2r };
 
+// How a backend splits a LocalProblem into passes (FFTW; cuFFT has one way). passes: one FFTW plan for the
+// innermost dim and every strided dim whose columns fit in cache, a tiled pass (gather, batched FFT, scatter) per
+// other strided dim, as fixed heuristics choose under FFTW_ESTIMATE; guru: one FFTW plan for all dims (FFTW's own
+// strided and multi-dim algorithms); tiled: a tiled pass for every strided dim. Measuring planners time all three.
+enum class Method { passes, guru, tiled };
+inline constexpr Method all_methods[] = {Method::passes, Method::guru, Method::tiled};
+
+inline const char* to_string(Method m) { return m == Method::passes ? "passes" : m == Method::guru ? "guru" : "tiled"; }
+
 struct LocalProblem {
   Kind kind = Kind::c2c;
   bool forward = true;    // c2c sign; r2c is always forward, c2r always backward

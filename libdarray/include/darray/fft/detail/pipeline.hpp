@@ -5,9 +5,14 @@
 
 #include <Kokkos_Core.hpp>
 #include <algorithm>
+#include <array>
+#include <chrono>
 #include <cmath>
+#include <limits>
 #include <memory>
+#include <set>
 #include <sstream>
+#include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -19,6 +24,7 @@
 #include "darray/core/error.hpp"
 #include "darray/fft/detail/local.hpp"
 #include "darray/fft/detail/transpose.hpp"
+#include "darray/fft/detail/wisdom.hpp"
 #include "darray/fft/options.hpp"
 #include "darray/fft/stages.hpp"
 #include "darray/redistribute/reshard.hpp"
@@ -58,6 +64,26 @@ std::vector<void*> pointers(const DistributedArray<T, 3, M>& a) {
   return out;
 }
 
+// How one stage runs its local FFTs in one direction: the method (see Method) and, where the stage reads an array
+// it may not overwrite (stage 0 forward, the single stage, the last stage backward of a transposed output), whether
+// it first copies that array into the destination and transforms in place (copy) or transforms out of place.
+struct Strategy {
+  Method method = Method::passes;
+  bool copy = false;
+};
+
+inline std::string to_string(const Strategy& s) { return std::string(to_string(s.method)) + (s.copy ? "+copy" : ""); }
+inline bool parse_strategy(const std::string& text, Strategy* out) {
+  const bool copy = text.size() > 5 && text.compare(text.size() - 5, 5, "+copy") == 0;
+  const std::string name = copy ? text.substr(0, text.size() - 5) : text;
+  for (Method m : all_methods)
+    if (name == to_string(m)) {
+      *out = Strategy{m, copy};
+      return true;
+    }
+  return false;
+}
+
 // Everything a Plan and a RealPlan share: stages, local layouts, transposes, local plans, work buffers and the
 // pipeline itself. Arrays the caller sees are row-major; the work buffers of stages after the first may store the
 // block in another axis order (see stage_order).
@@ -77,7 +103,9 @@ class PlanCore {
         m_shape(shape),
         m_input(input),
         m_options(options),
-        m_local(options.planner == Planner::measure) {
+        m_local(options.planner == Planner::estimate  ? 0
+                : options.planner == Planner::measure ? 1
+                                                      : 2) {
     DARRAY_THROW_IF(shape.size() != 3, InvalidArgument, api,
                     "shape " << shape_to_string(shape) << " has rank " << shape.size() << "; expected a 3-D shape");
     for (std::size_t d = 0; d < 3; ++d)
@@ -116,8 +144,28 @@ class PlanCore {
       m_to_input = transpose(n - 1, 0, m_orders[n - 1], row_major_order);
       m_from_input = transpose(0, n - 1, row_major_order, m_orders[n - 1]);
     }
-    // Planning is local, but FFTW may fail on one process only: agree, so every process throws the same error.
-    darray::detail::run_agreed(darray::detail::world_comm(), [&] { prepare_local_plans(); });
+    MPI_Comm comm = darray::detail::world_comm();
+    LoadedWisdom loaded;
+    if (!options.wisdom_file.empty()) {
+      loaded = load_wisdom_file(api, options.wisdom_file, comm);
+      m_wisdom = loaded.report.message;
+    }
+    choose_strategies();
+    // Saved when this plan measured something, or the file lacks what memory held (choices that came from the
+    // file came with their FFTW wisdom: nothing to add).
+    if (!options.wisdom_file.empty() && m_local.level() > 0 &&
+        (m_measured || loaded.report.status != WisdomStatus::loaded)) {
+      // A wisdom file that cannot be written costs the next run a measurement, not this plan: warn, go on.
+      const darray::detail::CapturedError error = darray::detail::capture_error([&] {
+        const bool wrote = save_wisdom_file(
+            api, options.wisdom_file, loaded.report.status == WisdomStatus::loaded ? &loaded.text : nullptr, comm);
+        if (wrote) m_wisdom += "; saved";
+      });
+      if (error.kind != darray::detail::ErrorKind::none) {
+        m_wisdom += "; not saved: " + error.message;
+        if (process_index() == 0) DARRAY_LOG(warn, api << ": wisdom not saved: " << error.message);
+      }
+    }
   }
 
   const Shape& shape() const { return m_shape; }
@@ -129,6 +177,27 @@ class PlanCore {
   // Transposes one forward (or backward) transform performs.
   int transposes() const { return static_cast<int>(m_stages.size()) - 1 + (m_to_input ? 1 : 0); }
   const char* backend() const { return to_string(LocalPlans<R, M>::backend); }
+
+  // A readable account of the plan: stages, the local strategy of each stage and direction and where it came from
+  // (heuristic, measured, wisdom), the wisdom file's fate. The same on every process.
+  std::string describe() const {
+    std::ostringstream os;
+    os << m_api << " " << (m_real ? "r2c" : "c2c") << " " << dtype_name<R>() << " " << shape_to_string(m_shape)
+       << " on " << m_input.mesh().to_string() << ", output " << m_options.output << ", planner " << m_options.planner
+       << ", backend " << backend() << ", " << transposes() << " transposes\n";
+    for (std::size_t s = 0; s < m_stages.size(); ++s) {
+      os << "  stage " << s << " " << m_stages[s] << ":";
+      for (int d = 0; d < 2; ++d)
+        os << (d == 0 ? " forward " : ", backward ") << to_string(m_strategy[s][d]) << " (" << m_source[s][d] << ")";
+      os << "\n";
+      for (int d = 0; d < 2; ++d)
+        if (!m_timings[s][d].empty())
+          os << "    " << (d == 0 ? "forward" : "backward") << " candidates (ms, slowest process):" << m_timings[s][d]
+             << "\n";
+    }
+    if (!m_wisdom.empty()) os << "  " << m_wisdom << "\n";
+    return os.str();
+  }
 
   complex_array allocate_complex_input() const { return allocate<complex_type, M>(m_input, m_cshape); }
   real_array allocate_real_input() const { return allocate<R, M>(m_input, m_shape); }
@@ -272,28 +341,38 @@ class PlanCore {
   // The local FFTs of stage s on every local device's block, in the stage's axis order.
   void fft(std::size_t s, Kind kind, bool forward, const std::vector<void*>& in, const std::vector<void*>& out) const {
     using Exec = typename M::execution_space;
+    const Method method = m_strategy[s][forward ? 0 : 1].method;
     Exec().fence();  // FFTW reads on the host what kernels may still be writing
     for (std::size_t i = 0; i < in.size(); ++i)
-      m_local.execute(problem(s, kind, forward, i, in[i] == out[i]), in[i], out[i]);
+      m_local.execute(problem(s, kind, forward, i, in[i] == out[i]), method, in[i], out[i]);
     Exec().fence();  // cuFFT runs asynchronously; MPI reads the result next
+  }
+
+  // Copies every local block of `from` into `to` (the blocks of stage s's complex array), then the FFTs in place.
+  void copy_then_fft(std::size_t s, bool forward, const std::vector<void*>& from, const std::vector<void*>& to) const {
+    for (std::size_t i = 0; i < from.size(); ++i)
+      copy_block(static_cast<const complex_type*>(from[i]), static_cast<complex_type*>(to[i]), volume(m_boxes[i][s]));
+    fft(s, Kind::c2c, forward, to, to);
   }
 
   // Stage 0 from the input, then per stage a transpose and the local FFTs in place; the result ends in `out`.
   // Stage 0 runs in `out` itself when the output keeps the input's sharding (its blocks are stage 0's).
   void forward_pipeline(Kind first, const std::vector<void*>& in, const std::vector<void*>& out) const {
     const std::size_t n = m_stages.size();
+    const bool copy = first == Kind::c2c && m_strategy[0][0].copy;
     if (n == 1) {
-      fft(0, first, true, in, out);
+      if (copy && in != out)
+        copy_then_fft(0, true, in, out);
+      else
+        fft(0, first, true, in, out);
       return;
     }
     int cur_index = transposed() ? 0 : -1;  // -1: `out`
     std::vector<void*> cur = transposed() ? work(0) : out;
-    if (first == Kind::c2c && in != cur) {
+    if (copy && in != cur) {
       // Copy, then transform in place: FFTW_ESTIMATE's out-of-place multi-dim plans are slower than that pair
       // (bench/fft at 128^3, 2 processes: ratio 0.82 against 0.87-1.01 out of place).
-      for (std::size_t i = 0; i < in.size(); ++i)
-        copy_block(static_cast<const complex_type*>(in[i]), static_cast<complex_type*>(cur[i]), volume(m_boxes[i][0]));
-      fft(0, first, true, cur, cur);
+      copy_then_fft(0, true, in, cur);
     } else {
       fft(0, first, true, in, cur);
     }
@@ -323,7 +402,10 @@ class PlanCore {
     std::vector<void*> cur = work(0);
     if (n == 1) {
       if (last == Kind::c2c) {
-        fft(0, Kind::c2c, false, in, out);
+        if (m_strategy[0][1].copy && in != out)
+          copy_then_fft(0, false, in, out);
+        else
+          fft(0, Kind::c2c, false, in, out);
       } else {  // FFTW's and cuFFT's c2r overwrite their input
         for (std::size_t i = 0; i < in.size(); ++i)
           copy_block(static_cast<const complex_type*>(in[i]), static_cast<complex_type*>(cur[i]),
@@ -334,7 +416,10 @@ class PlanCore {
     }
     if (transposed()) {
       if (m_orders[n - 1] == row_major_order) {
-        fft(n - 1, Kind::c2c, false, in, cur);
+        if (m_strategy[n - 1][1].copy)
+          copy_then_fft(n - 1, false, in, cur);
+        else
+          fft(n - 1, Kind::c2c, false, in, cur);
       } else {
         std::vector<Index> boxes;
         for (const auto& b : m_boxes) boxes.push_back(b[n - 1]);
@@ -372,25 +457,189 @@ class PlanCore {
                           src, static_cast<std::size_t>(n)));
   }
 
-  // Every local problem the pipelines meet on this process's devices.
-  void prepare_local_plans() {
+  // One stage and direction: the local FFTs it runs (kind) and whether it has a copy variant (see Strategy).
+  struct Slot {
+    std::size_t stage;
+    Kind kind;
+    bool forward;
+    bool variant;
+  };
+  std::vector<Slot> slots() const {
     const std::size_t n = m_stages.size();
-    for (std::size_t i = 0; i < m_boxes.size(); ++i)
-      for (std::size_t s = 0; s < n; ++s) {
-        if (s == 0 && m_real) {
-          m_local.prepare(problem(0, Kind::r2c, true, i, false));
-          m_local.prepare(problem(0, Kind::c2r, false, i, false));
-          continue;
-        }
-        // Out of place where the caller's array is read (a single stage; the last stage backward when the
-        // transposed output comes in row-major), in place on the work buffers otherwise (stage 0 forward copies
-        // the input first).
-        const bool single = n == 1;
-        m_local.prepare(problem(s, Kind::c2c, true, i, !single));
-        const bool backward_out_of_place = single || (s + 1 == n && transposed() && m_orders[s] == row_major_order);
-        m_local.prepare(problem(s, Kind::c2c, false, i, !backward_out_of_place));
+    std::vector<Slot> out;
+    for (std::size_t s = 0; s < n; ++s) {
+      if (s == 0 && m_real) {
+        out.push_back({0, Kind::r2c, true, false});
+        out.push_back({0, Kind::c2r, false, false});
+        continue;
       }
+      out.push_back({s, Kind::c2c, true, s == 0});
+      out.push_back({s, Kind::c2c, false, n == 1 || (s + 1 == n && transposed() && m_orders[s] == row_major_order)});
+    }
+    return out;
   }
+  // What the estimate planner runs: stage 0 forward copies the input and transforms in place when a transpose
+  // follows (FFTW_ESTIMATE's out-of-place multi-dim plans are slower than that pair, see forward_pipeline); a single
+  // stage and the last stage backward transform out of place, reading the caller's array.
+  Strategy default_strategy(const Slot& slot) const {
+    return Strategy{Method::passes, slot.variant && slot.forward && m_stages.size() > 1};
+  }
+  // The local problem of a slot's device i under strategy st: in place on the work buffers, out of place where
+  // it reads the caller's array without a copy, r2c and c2r always out of place.
+  LocalProblem slot_problem(const Slot& slot, const Strategy& st, std::size_t i) const {
+    const bool in_place = slot.kind == Kind::c2c && (!slot.variant || st.copy);
+    return problem(slot.stage, slot.kind, slot.forward, i, in_place);
+  }
+  // Identifies a slot across processes and runs: everything that shapes the local problems of every process.
+  std::string choice_key(const Slot& slot) const {
+    std::ostringstream os;
+    os << (m_real ? "r2c" : "c2c") << "/" << dtype_name<R>() << "/" << shape_to_string(m_shape) << "/p"
+       << process_count() << "d" << local_device_count() << "/" << m_input.mesh().to_string() << "/" << m_input.spec()
+       << "/" << m_options.output << "/s" << slot.stage << (slot.forward ? "f" : "b");
+    return wisdom_token(os.str());
+  }
+
+  // Each slot's strategy: recorded wisdom if any (measured at this planner level or above), else the heuristic
+  // under estimate, else measured: every candidate planned (one process after the other, sharing FFTW wisdom, so
+  // equal blocks get equal FFTW plans everywhere), timed on every process, the fastest on the slowest process taken.
+  void choose_strategies() {
+    MPI_Comm comm = darray::detail::world_comm();
+    const std::vector<Slot> all = slots();
+    const int level = m_local.level();
+    m_strategy.assign(m_stages.size(), std::array<Strategy, 2>{});
+    m_source.assign(m_stages.size(), std::array<std::string, 2>{"heuristic", "heuristic"});
+    m_timings.assign(m_stages.size(), std::array<std::string, 2>{"", ""});
+    std::vector<std::size_t> open;  // slots to measure
+    for (std::size_t k = 0; k < all.size(); ++k) {
+      const Slot& slot = all[k];
+      Strategy& st = m_strategy[slot.stage][slot.forward ? 0 : 1];
+      st = default_strategy(slot);
+      Choice recorded;
+      Strategy parsed;
+      if (LocalPlans<R, M>::backend == Backend::fftw && find_choice(choice_key(slot), level, &recorded) &&
+          parse_strategy(recorded.strategy, &parsed) && (slot.variant || !parsed.copy)) {
+        st = parsed;
+        m_source[slot.stage][slot.forward ? 0 : 1] = "wisdom";
+      } else if (level > 0 && LocalPlans<R, M>::backend == Backend::fftw) {
+        open.push_back(k);
+      }
+    }
+    auto candidates = [&](const Slot& slot) {
+      std::vector<Strategy> c;
+      for (bool copy : {false, true}) {
+        if (copy && !slot.variant) continue;
+        for (Method m : all_methods) c.push_back(Strategy{m, copy});
+      }
+      return c;
+    };
+    // Planning is local, but FFTW may fail on one process only: agree, so every process throws the same error.
+    auto build = [&](bool candidates_too) {
+      for (std::size_t k = 0; k < all.size(); ++k) {
+        const Slot& slot = all[k];
+        const bool measured = std::find(open.begin(), open.end(), k) != open.end();
+        const std::vector<Strategy> list = measured && candidates_too
+                                               ? candidates(slot)
+                                               : std::vector<Strategy>{m_strategy[slot.stage][slot.forward ? 0 : 1]};
+        for (const Strategy& st : list)
+          for (std::size_t i = 0; i < m_boxes.size(); ++i) m_local.prepare(slot_problem(slot, st, i), st.method);
+      }
+    };
+    if (open.empty()) {
+      darray::detail::run_agreed(comm, [&] { build(false); });
+      return;
+    }
+#if defined(DARRAY_HAS_FFTW)
+    // One process after the other plans (measures) its candidates and passes its FFTW wisdom on, so each distinct
+    // local problem is measured once, by the first process that has it, and equal blocks get equal FFTW plans on
+    // every process: the wisdom saved afterwards holds one answer per problem, and a plan built from it computes
+    // bit for bit what this one computes.
+    for (int p = 0; p < process_count(); ++p) {
+      const bool mine = process_index() == p;
+      darray::detail::agree_on_error(
+          comm, mine ? darray::detail::capture_error([&] { build(true); }) : darray::detail::CapturedError{});
+      if (p + 1 == process_count()) break;
+      std::string shared;
+      if (mine) shared = FftwWisdom<R>::exported();
+      bcast_string(comm, shared, p);
+      if (process_index() > p) FftwWisdom<R>::import(shared);  // a failure costs only a measurement
+    }
+    measure_open_slots(all, open, candidates);
+    m_measured = true;
+    std::set<std::pair<LocalProblem, Method>> keep;
+    for (const Slot& slot : all) {
+      const Strategy& st = m_strategy[slot.stage][slot.forward ? 0 : 1];
+      for (std::size_t i = 0; i < m_boxes.size(); ++i) keep.emplace(slot_problem(slot, st, i), st.method);
+    }
+    m_local.retain([&](const LocalProblem& p, Method m) { return keep.count({p, m}) != 0; });
+#endif
+  }
+
+#if defined(DARRAY_HAS_FFTW)
+  // Times every candidate of the open slots on scratch blocks (best of three after a warm-up, all local devices),
+  // takes the maximum over processes and keeps the fastest; records the choice as wisdom.
+  template <class Candidates>
+  void measure_open_slots(const std::vector<Slot>& all, const std::vector<std::size_t>& open, Candidates candidates) {
+    MPI_Comm comm = darray::detail::world_comm();
+    std::vector<Kokkos::View<complex_type*, M>> a, b;
+    for (const auto& boxes : m_boxes) {
+      int64_t n = 0;
+      for (const Index& box : boxes) n = std::max(n, volume(box));
+      a.emplace_back("darray::fft measure a", static_cast<std::size_t>(n));
+      b.emplace_back("darray::fft measure b", static_cast<std::size_t>(n));
+    }
+    for (std::size_t k : open) {
+      const Slot& slot = all[k];
+      const std::vector<Strategy> list = candidates(slot);
+      // A candidate that splits every block as an earlier one does (on every process) is the same plan: not timed.
+      std::vector<int> distinct(list.size(), 1), all_distinct(list.size(), 0);
+      auto signature = [&](const Strategy& st) {
+        std::vector<std::vector<int>> sig;
+        for (std::size_t i = 0; i < m_boxes.size(); ++i) {
+          std::vector<int> guru, tiled;
+          FftwPlan<R>::split(slot_problem(slot, st, i), st.method, &guru, &tiled);
+          guru.push_back(-1);
+          guru.insert(guru.end(), tiled.begin(), tiled.end());
+          sig.push_back(guru);
+        }
+        return sig;
+      };
+      for (std::size_t c = 0; c < list.size(); ++c)
+        for (std::size_t e = 0; e < c && distinct[c]; ++e)
+          if (list[e].copy == list[c].copy && signature(list[e]) == signature(list[c])) distinct[c] = 0;
+      DARRAY_MPI_CHECK(
+          MPI_Allreduce(distinct.data(), all_distinct.data(), static_cast<int>(list.size()), MPI_INT, MPI_MAX, comm));
+      // Best of five per candidate, the candidates taking turns so that a load spike hits them alike.
+      std::vector<double> times(list.size(), std::numeric_limits<double>::max()), slowest(list.size(), 0.0);
+      auto run = [&](const Strategy& st) {
+        for (std::size_t i = 0; i < m_boxes.size(); ++i) {
+          const LocalProblem p = slot_problem(slot, st, i);
+          if (slot.variant && st.copy) copy_block(a[i].data(), b[i].data(), volume(m_boxes[i][slot.stage]));
+          void* in = p.in_place ? static_cast<void*>(b[i].data()) : static_cast<void*>(a[i].data());
+          m_local.execute(p, st.method, in, b[i].data());
+        }
+      };
+      for (int rep = 0; rep < 6; ++rep)
+        for (std::size_t c = 0; c < list.size(); ++c) {
+          if (all_distinct[c] == 0) continue;
+          const auto t0 = std::chrono::steady_clock::now();
+          run(list[c]);
+          const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          if (rep > 0) times[c] = std::min(times[c], t);  // rep 0 warms up
+        }
+      DARRAY_MPI_CHECK(
+          MPI_Allreduce(times.data(), slowest.data(), static_cast<int>(times.size()), MPI_DOUBLE, MPI_MAX, comm));
+      const std::size_t pick =
+          static_cast<std::size_t>(std::min_element(slowest.begin(), slowest.end()) - slowest.begin());
+      m_strategy[slot.stage][slot.forward ? 0 : 1] = list[pick];
+      m_source[slot.stage][slot.forward ? 0 : 1] = "measured";
+      std::ostringstream timings;
+      for (std::size_t c = 0; c < list.size(); ++c)
+        if (all_distinct[c] != 0) timings << " " << to_string(list[c]) << " " << slowest[c] * 1e3;
+      m_timings[slot.stage][slot.forward ? 0 : 1] = timings.str();
+      record_choice(choice_key(slot), Choice{to_string(list[pick]), m_local.level()});
+    }
+  }
+#endif
 
   const char* m_api;
   bool m_real;
@@ -406,6 +655,11 @@ class PlanCore {
   std::vector<std::unique_ptr<Transpose<complex_type, M>>> m_forward_t, m_backward_t;
   std::unique_ptr<Transpose<complex_type, M>> m_to_input, m_from_input;  // OutputLayout::same only
   mutable LocalPlans<R, M> m_local;
+  std::vector<std::array<Strategy, 2>> m_strategy;    // per stage: forward, backward
+  std::vector<std::array<std::string, 2>> m_source;   // per stage and direction: heuristic, measured or wisdom
+  std::vector<std::array<std::string, 2>> m_timings;  // per stage and direction: the candidates' times, if measured
+  bool m_measured = false;                            // choose_strategies() timed candidates
+  std::string m_wisdom;                               // what happened to Options::wisdom_file
   mutable std::vector<Kokkos::View<complex_type*, M>> m_work[2];
   mutable Staging<complex_type, M> m_staging;
 };

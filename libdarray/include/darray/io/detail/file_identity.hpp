@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "darray/comm/detail/file_replace.hpp"
 #include "darray/core/error.hpp"
-#include "darray/io/detail/file_replace.hpp"
 #include "darray/io/detail/npy_header.hpp"
 
 namespace darray {

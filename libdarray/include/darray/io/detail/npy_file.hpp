@@ -13,9 +13,10 @@
 #include <string>
 #include <vector>
 
+#include "darray/comm/detail/file_replace.hpp"
 #include "darray/core/error.hpp"
 #include "darray/io/detail/file_identity.hpp"
-#include "darray/io/detail/file_replace.hpp"
+#include "darray/io/detail/mpi_file.hpp"
 #include "darray/io/detail/npy_header.hpp"
 #include "darray/io/npy_header.hpp"
 #include "darray/runtime/detail/agree.hpp"

@@ -1,7 +1,7 @@
-// Crash-safe file writing for the io layer: a save writes a temporary file beside its target (same directory, so
-// the final rename(2) is atomic), every process writes and syncs its part, the processes agree that all succeeded,
-// and only then process 0 renames the temporary over the target and syncs the directory. A crash or error at any
-// moment leaves the old file or the new one, never a torn one; on an error the temporary is removed. A process
+// Crash-safe file writing (io's .npy saves, fft's wisdom files): a save writes a temporary file beside its target (same
+// directory, so the final rename(2) is atomic), every process writes and syncs its part, the processes agree that all
+// succeeded, and only then process 0 renames the temporary over the target and syncs the directory. A crash or error at
+// any moment leaves the old file or the new one, never a torn one; on an error the temporary is removed. A process
 // killed mid-save cannot remove it: such leftovers are named ".<target name>.darray-tmp.*".
 // Also the regular-file check shared by loads and saves: a FIFO, directory or device is rejected by process 0
 // before any process opens it (opening a FIFO blocks until a writer appears, which would hang the job).
@@ -21,12 +21,13 @@
 
 #include "darray/comm/check.hpp"
 #include "darray/core/error.hpp"
-#include "darray/io/detail/npy_header.hpp"
 #include "darray/runtime/detail/agree.hpp"
 #include "darray/runtime/detail/mpi.hpp"
 
 namespace darray {
 namespace detail {
+
+inline std::string quoted_path(const std::string& path) { return "\"" + path + "\""; }
 
 inline const char* file_kind(mode_t mode) {
   if (S_ISDIR(mode)) return "a directory";
@@ -43,13 +44,12 @@ inline bool require_regular_file(const char* api, const std::string& path, bool 
   if (::stat(path.c_str(), st) != 0) {
     const int err = errno;
     DARRAY_THROW_IF(err != ENOENT || !missing_ok, IoError, api,
-                    npy_where(path) << ": cannot open: " << std::strerror(err));
+                    quoted_path(path) << ": cannot open: " << std::strerror(err));
     return false;
   }
-  DARRAY_THROW_IF(
-      !S_ISREG(st->st_mode), IoError, api,
-      npy_where(path) << " is " << file_kind(st->st_mode)
-                      << ", not a regular file; .npy files are read from and written to regular files only");
+  DARRAY_THROW_IF(!S_ISREG(st->st_mode), IoError, api,
+                  quoted_path(path) << " is " << file_kind(st->st_mode)
+                                    << ", not a regular file; darray reads and writes regular files only");
   return true;
 }
 
@@ -85,7 +85,7 @@ inline FileReplacement prepare_replacement(const char* api, const std::string& p
         if (::lstat(path.c_str(), &link) == 0 && S_ISLNK(link.st_mode)) {
           char resolved[PATH_MAX];
           DARRAY_THROW_IF(::realpath(path.c_str(), resolved) == nullptr, IoError, api,
-                          npy_where(path) << ": cannot resolve the symbolic link: " << std::strerror(errno));
+                          quoted_path(path) << ": cannot resolve the symbolic link: " << std::strerror(errno));
           r.target = resolved;
         }
       }
@@ -123,18 +123,18 @@ inline void commit_replacement(const char* api, const FileReplacement& r, MPI_Co
     error = capture_error([&] {
       // MPI-IO creates files with its own permissions; a replaced file keeps the ones it had.
       DARRAY_THROW_IF(r.keep_mode && ::chmod(r.temporary.c_str(), r.mode) != 0, IoError, api,
-                      npy_where(r.target) << ": cannot set the permissions of the temporary file "
-                                          << npy_where(r.temporary) << ": " << std::strerror(errno));
+                      quoted_path(r.target) << ": cannot set the permissions of the temporary file "
+                                            << quoted_path(r.temporary) << ": " << std::strerror(errno));
       DARRAY_THROW_IF(::rename(r.temporary.c_str(), r.target.c_str()) != 0, IoError, api,
-                      npy_where(r.target) << ": cannot rename the complete temporary file " << npy_where(r.temporary)
-                                          << " over it: " << std::strerror(errno));
+                      quoted_path(r.target) << ": cannot rename the complete temporary file "
+                                            << quoted_path(r.temporary) << " over it: " << std::strerror(errno));
       const int fd = ::open(directory_of(r.target).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
       if (fd >= 0) {
         // Some file systems cannot sync a directory (EINVAL); the rename itself has happened either way.
         const int rc = ::fsync(fd), err = errno;
         ::close(fd);
         DARRAY_THROW_IF(rc != 0 && err != EINVAL && err != ENOTSUP, IoError, api,
-                        npy_where(r.target)
+                        quoted_path(r.target)
                             << ": the file was replaced, but syncing its directory failed: " << std::strerror(err));
       }
     });
@@ -144,6 +144,56 @@ inline void commit_replacement(const char* api, const FileReplacement& r, MPI_Co
     }
   }
   agree_on_error(comm, error);
+}
+
+// Small files handled whole by one process (no communication; the caller broadcasts what it read and agrees on
+// errors). Reads `path` into *contents; returns false when it does not exist. IoError for anything else.
+inline bool read_whole_file(const char* api, const std::string& path, std::string* contents) {
+  struct stat st;
+  if (!require_regular_file(api, path, /*missing_ok=*/true, &st)) return false;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  DARRAY_THROW_IF(fd < 0, IoError, api, quoted_path(path) << ": cannot open: " << std::strerror(errno));
+  contents->clear();
+  char buffer[1 << 16];
+  for (;;) {
+    const ssize_t got = ::read(fd, buffer, sizeof buffer);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) {
+      const int err = errno;
+      ::close(fd);
+      DARRAY_THROW_IF(got < 0, IoError, api, quoted_path(path) << ": read failed: " << std::strerror(err));
+      return true;
+    }
+    contents->append(buffer, static_cast<std::size_t>(got));
+  }
+}
+
+// Replaces `path` by a file holding `contents`, crash-safe as the saves above: a temporary beside it, written,
+// synced, renamed over it. Runs on the calling process alone.
+inline void write_whole_file(const char* api, const std::string& path, const std::string& contents) {
+  const FileReplacement r = prepare_replacement(api, path, MPI_COMM_SELF);
+  try {
+    const int fd = ::open(r.temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    DARRAY_THROW_IF(fd < 0, IoError, api,
+                    quoted_path(path) << ": cannot create the temporary file " << quoted_path(r.temporary) << ": "
+                                      << std::strerror(errno));
+    std::size_t done = 0;
+    int err = 0;
+    while (done < contents.size() && err == 0) {
+      const ssize_t put = ::write(fd, contents.data() + done, contents.size() - done);
+      if (put < 0 && errno != EINTR) err = errno;
+      if (put > 0) done += static_cast<std::size_t>(put);
+    }
+    if (err == 0 && ::fsync(fd) != 0) err = errno;
+    if (::close(fd) != 0 && err == 0) err = errno;
+    DARRAY_THROW_IF(err != 0, IoError, api,
+                    quoted_path(path) << ": writing the temporary file " << quoted_path(r.temporary)
+                                      << " failed: " << std::strerror(err));
+  } catch (...) {
+    discard_replacement(r, MPI_COMM_SELF);
+    throw;
+  }
+  commit_replacement(api, r, MPI_COMM_SELF);
 }
 
 }  // namespace detail

@@ -1,0 +1,430 @@
+// Wisdom: what measured planning learnt, kept so that later plans (in this run or the next) need not measure again.
+// Two kinds live in one text file, a sequence of s-expressions: FFTW's own wisdom (one per precision, as
+// fftw_export_wisdom_to_string writes it) and darray's choice of local strategy per plan stage,
+// "(darray-fft-wisdom 1 (KEY STRATEGY LEVEL) ...)". Sections are kept canonical (entries sorted, one per line), so
+// merging the wisdom of several processes and telling whether anything new was learnt are set operations.
+#pragma once
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "darray/comm/check.hpp"
+#include "darray/comm/detail/file_replace.hpp"
+#include "darray/core/error.hpp"
+#include "darray/fft/detail/fftw.hpp"
+#include "darray/runtime/detail/agree.hpp"
+#include "darray/runtime/detail/mpi.hpp"
+#include "darray/runtime/environment.hpp"
+#include "darray/runtime/log.hpp"
+
+namespace darray {
+namespace fft {
+
+// What load_wisdom found (the same on every process).
+enum class WisdomStatus {
+  loaded,    // imported
+  missing,   // no such file: nothing imported, plans are measured as without wisdom
+  rejected,  // corrupt, truncated or written by another FFTW build: ignored (a warning says why)
+};
+
+inline const char* to_string(WisdomStatus s) {
+  return s == WisdomStatus::loaded ? "loaded" : s == WisdomStatus::missing ? "missing" : "rejected";
+}
+
+struct WisdomReport {
+  WisdomStatus status = WisdomStatus::missing;
+  std::string message;  // one line for logs and Plan::describe()
+};
+
+namespace detail {
+
+using darray::detail::agree_on_error;
+using darray::detail::bcast_string;
+using darray::detail::capture_error;
+using darray::detail::CapturedError;
+using darray::detail::quoted_path;
+using darray::detail::read_whole_file;
+using darray::detail::write_whole_file;
+
+// darray's choice for one plan stage: a strategy name (see Strategy) and the planner level that measured it
+// (1 measure, 2 patient), so an estimate or measure plan may use what a patient one found, not the reverse.
+struct Choice {
+  std::string strategy;
+  int level = 0;
+};
+
+inline std::mutex& choices_mutex() {
+  static std::mutex m;
+  return m;
+}
+inline std::map<std::string, Choice>& choice_table() {
+  static std::map<std::string, Choice> table;
+  return table;
+}
+
+// The recorded choice for key if one was measured at `level` or above.
+inline bool find_choice(const std::string& key, int level, Choice* out) {
+  std::lock_guard<std::mutex> lock(choices_mutex());
+  const auto& t = choice_table();
+  const auto it = t.find(key);
+  if (it == t.end() || it->second.level < level) return false;
+  *out = it->second;
+  return true;
+}
+inline void record_choice(const std::string& key, const Choice& c) {
+  std::lock_guard<std::mutex> lock(choices_mutex());
+  Choice& slot = choice_table()[key];
+  if (c.level >= slot.level) slot = c;
+}
+
+// One top-level s-expression: the header (text before the first child) and the children, each kept verbatim.
+struct Section {
+  std::string header;
+  std::vector<std::string> children;
+};
+
+inline std::string trim(const std::string& s) {
+  std::size_t a = 0, b = s.size();
+  while (a < b && std::isspace(static_cast<unsigned char>(s[a]))) ++a;
+  while (b > a && std::isspace(static_cast<unsigned char>(s[b - 1]))) --b;
+  return s.substr(a, b - a);
+}
+
+// Splits text into sections of depth-2 s-expressions. False (and why) for unbalanced parentheses, text outside the
+// sections, or a third nesting level (FFTW writes none).
+inline bool split_sections(const std::string& text, std::vector<Section>* out, std::string* why) {
+  std::size_t i = 0;
+  const std::size_t n = text.size();
+  while (i < n) {
+    if (std::isspace(static_cast<unsigned char>(text[i]))) {
+      ++i;
+      continue;
+    }
+    if (text[i] != '(') {
+      *why = "unexpected text at byte " + std::to_string(i) + " (expected \"(\")";
+      return false;
+    }
+    Section s;
+    std::size_t j = i + 1;
+    while (j < n && text[j] != '(' && text[j] != ')') ++j;
+    s.header = trim(text.substr(i + 1, j - i - 1));
+    for (;;) {
+      while (j < n && std::isspace(static_cast<unsigned char>(text[j]))) ++j;
+      if (j >= n) {
+        *why = "unbalanced parentheses: the file ends inside a section (truncated?)";
+        return false;
+      }
+      if (text[j] == ')') break;
+      if (text[j] != '(') {
+        *why = "unexpected text at byte " + std::to_string(j) + " inside a section";
+        return false;
+      }
+      std::size_t k = j + 1;
+      while (k < n && text[k] != ')' && text[k] != '(') ++k;
+      if (k >= n || text[k] == '(') {
+        *why = k >= n ? "unbalanced parentheses: the file ends inside an entry (truncated?)"
+                      : "an entry nests parentheses at byte " + std::to_string(k);
+        return false;
+      }
+      s.children.push_back(text.substr(j, k + 1 - j));
+      j = k + 1;
+    }
+    if (s.header.empty()) {
+      *why = "a section without a header at byte " + std::to_string(i);
+      return false;
+    }
+    out->push_back(std::move(s));
+    i = j + 1;
+  }
+  if (out->empty()) {
+    *why = "it holds no wisdom (empty)";
+    return false;
+  }
+  return true;
+}
+
+// Canonical text of a section: header, children sorted and unique, one per line, as FFTW prints its own.
+inline std::string format_section(const std::string& header, const std::set<std::string>& children) {
+  std::string s = "(" + header + "\n";
+  for (const std::string& c : children) s += "  " + c + "\n";
+  return s + ")\n";
+}
+
+inline constexpr const char* darray_header = "darray-fft-wisdom 1";
+
+// Keys and strategies are single tokens: no blanks, quotes or parentheses.
+inline std::string wisdom_token(const std::string& s) {
+  std::string t = s;
+  for (char& c : t)
+    if (std::isspace(static_cast<unsigned char>(c)) || c == '(' || c == ')' || c == '"' || c == '\'') c = '_';
+  return t;
+}
+
+inline bool parse_choice(const std::string& child, std::string* key, Choice* c) {
+  std::istringstream in(child.substr(1, child.size() - 2));
+  std::string rest;
+  if (!(in >> *key >> c->strategy >> c->level) || (in >> rest)) return false;
+  return c->level >= 1 && c->level <= 2;
+}
+
+inline std::string format_choice(const std::string& key, const Choice& c) {
+  return "(" + key + " " + c.strategy + " " + std::to_string(c.level) + ")";
+}
+
+// FFTW's side, per precision: export, import, forget, under the planner mutex. A build without FFTW has none.
+#if defined(DARRAY_HAS_FFTW)
+template <class R>
+struct FftwWisdom;
+#define DARRAY_FFTW_WISDOM(R, X, NAME)                        \
+  template <>                                                 \
+  struct FftwWisdom<R> {                                      \
+    static constexpr const char* name = NAME;                 \
+    static std::string exported() {                           \
+      std::lock_guard<std::mutex> lock(fftw_planner_mutex()); \
+      char* s = X##export_wisdom_to_string();                 \
+      std::string out = s != nullptr ? s : "";                \
+      std::free(s);                                           \
+      return out;                                             \
+    }                                                         \
+    static bool import(const std::string& s) {                \
+      std::lock_guard<std::mutex> lock(fftw_planner_mutex()); \
+      return X##import_wisdom_from_string(s.c_str()) != 0;    \
+    }                                                         \
+    static void forget() {                                    \
+      std::lock_guard<std::mutex> lock(fftw_planner_mutex()); \
+      X##forget_wisdom();                                     \
+    }                                                         \
+  };
+DARRAY_FFTW_WISDOM(double, fftw_, "fftw_wisdom")
+DARRAY_FFTW_WISDOM(float, fftwf_, "fftwf_wisdom")
+#undef DARRAY_FFTW_WISDOM
+inline const char* fftw_version_string() { return fftw_version; }
+#endif
+
+// The precision a FFTW section header names ("fftw-3.3.10 fftw_wisdom #x..."): "fftw_wisdom", "fftwf_wisdom",
+// ... or "" when the header is not FFTW's.
+inline std::string fftw_section_kind(const std::string& header) {
+  if (header.compare(0, 5, "fftw-") != 0) return "";
+  std::istringstream in(header);
+  std::string version, kind;
+  in >> version >> kind;
+  return kind;
+}
+
+// This process's wisdom as canonical sections: darray's choices, then FFTW's per precision.
+inline std::vector<Section> local_wisdom() {
+  std::vector<Section> out;
+  Section mine;
+  mine.header = darray_header;
+  {
+    std::lock_guard<std::mutex> lock(choices_mutex());
+    for (const auto& kv : choice_table()) mine.children.push_back(format_choice(kv.first, kv.second));
+  }
+  out.push_back(std::move(mine));
+#if defined(DARRAY_HAS_FFTW)
+  for (const std::string& text : {FftwWisdom<double>::exported(), FftwWisdom<float>::exported()}) {
+    std::vector<Section> s;
+    std::string why;
+    if (split_sections(text, &s, &why)) out.insert(out.end(), s.begin(), s.end());
+  }
+#endif
+  return out;
+}
+
+// The union of several processes' sections, canonical: one section per header, children merged. darray's choices
+// merge by key, the first process's entry winning (they agree anyway: choices are taken collectively).
+inline std::string merge_wisdom(const std::vector<std::vector<Section>>& per_process) {
+  std::map<std::string, std::set<std::string>> by_header;
+  std::vector<std::string> order;
+  std::map<std::string, Choice> choices;
+  for (const auto& sections : per_process)
+    for (const Section& s : sections) {
+      if (s.header == darray_header) {
+        for (const std::string& c : s.children) {
+          std::string key;
+          Choice choice;
+          if (parse_choice(c, &key, &choice)) choices.emplace(key, choice);
+        }
+        continue;
+      }
+      if (by_header.count(s.header) == 0) order.push_back(s.header);
+      by_header[s.header].insert(s.children.begin(), s.children.end());
+    }
+  std::set<std::string> mine;
+  for (const auto& kv : choices) mine.insert(format_choice(kv.first, kv.second));
+  std::string text = format_section(darray_header, mine);
+  for (const std::string& h : order) text += format_section(h, by_header[h]);
+  return text;
+}
+
+// Validates and imports wisdom text on this process (no communication). Returns "" or why it was refused; on a
+// refusal nothing of darray's is recorded (FFTW keeps the sections it had accepted: they are valid for this build).
+inline std::string import_wisdom_text(const std::string& text) {
+  std::vector<Section> sections;
+  std::string why;
+  if (!split_sections(text, &sections, &why)) return why;
+  std::map<std::string, Choice> choices;
+  for (const Section& s : sections) {
+    if (s.header == darray_header) {
+      for (const std::string& c : s.children) {
+        std::string key;
+        Choice choice;
+        if (!parse_choice(c, &key, &choice)) return "malformed darray entry " + c;
+        choices[key] = choice;
+      }
+      continue;
+    }
+    const std::string kind = fftw_section_kind(s.header);
+    if (kind.empty()) return "unknown section \"(" + s.header.substr(0, 40) + "\"";
+#if defined(DARRAY_HAS_FFTW)
+    if (kind != FftwWisdom<double>::name && kind != FftwWisdom<float>::name)
+      return "a " + kind + " section, a precision darray does not use";
+#endif
+  }
+#if defined(DARRAY_HAS_FFTW)
+  for (const Section& s : sections) {
+    const std::string kind = fftw_section_kind(s.header);
+    if (kind.empty()) continue;
+    std::set<std::string> children(s.children.begin(), s.children.end());
+    const std::string section = format_section(s.header, children);
+    const bool ok =
+        kind == FftwWisdom<double>::name ? FftwWisdom<double>::import(section) : FftwWisdom<float>::import(section);
+    if (!ok)
+      return "this FFTW (" + std::string(fftw_version_string()) + ") refused its \"" + s.header.substr(0, 40) +
+             "...\" section: written by another FFTW version or build, or corrupt";
+  }
+#endif
+  for (const auto& kv : choices) record_choice(kv.first, kv.second);
+  return "";
+}
+
+// Whether every entry of `text` is already in `previous` (then saving would teach the file nothing; the merged
+// text may still differ, e.g. when FFTW kept one of two answers the file held for one problem).
+inline bool holds_all(const std::string& previous, const std::string& text) {
+  std::vector<Section> old_sections, new_sections;
+  std::string why;
+  if (!split_sections(previous, &old_sections, &why) || !split_sections(text, &new_sections, &why)) return false;
+  std::map<std::string, std::set<std::string>> known;
+  for (const Section& s : old_sections) known[s.header].insert(s.children.begin(), s.children.end());
+  for (const Section& s : new_sections) {
+    const auto it = known.find(s.header);
+    for (const std::string& c : s.children)
+      if (it == known.end() || it->second.count(c) == 0) return false;
+  }
+  return true;
+}
+
+struct LoadedWisdom {
+  WisdomReport report;
+  std::string text;  // the file's contents as read (empty when missing)
+};
+
+// Collective over comm: process 0 reads `path` and broadcasts it, every process imports it and they agree on the
+// outcome. IoError everywhere when the path cannot be read (a directory, no permission); content problems are a
+// rejection with a warning from process 0, never an error.
+inline LoadedWisdom load_wisdom_file(const char* api, const std::string& path, MPI_Comm comm) {
+  int rank = 0;
+  DARRAY_MPI_CHECK(MPI_Comm_rank(comm, &rank));
+  LoadedWisdom out;
+  int exists = 0;
+  CapturedError error;
+  if (rank == 0)
+    error = capture_error([&] {
+      DARRAY_THROW_IF(path.empty(), IoError, api, "the wisdom path is empty; expected a file name");
+      exists = read_whole_file(api, path, &out.text) ? 1 : 0;
+    });
+  agree_on_error(comm, error);
+  DARRAY_MPI_CHECK(MPI_Bcast(&exists, 1, MPI_INT, 0, comm));
+  if (exists == 0) {
+    out.report = {WisdomStatus::missing, "wisdom file " + quoted_path(path) + " not found: planned without wisdom"};
+    return out;
+  }
+  bcast_string(comm, out.text, 0);
+  std::string why = import_wisdom_text(out.text);
+  int ok = why.empty() ? 1 : 0, all = 0;
+  DARRAY_MPI_CHECK(MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm));
+  if (all == 1) {
+    out.report = {WisdomStatus::loaded, "wisdom loaded from " + quoted_path(path)};
+    return out;
+  }
+  // Every process tells process 0's reason (identical input, so the same reason, barring a broken process).
+  int first_bad = ok ? 1 << 30 : rank, first = 0;
+  DARRAY_MPI_CHECK(MPI_Allreduce(&first_bad, &first, 1, MPI_INT, MPI_MIN, comm));
+  bcast_string(comm, why, first);
+  out.report = {WisdomStatus::rejected, "wisdom file " + quoted_path(path) + " ignored: " + why};
+  if (rank == 0) DARRAY_LOG(warn, api << ": " << out.report.message);
+  return out;
+}
+
+// Collective over comm: every process's wisdom, merged on process 0 and written to `path` (a temporary renamed
+// over it) unless the file already holds exactly that (`previous`, the text loaded before planning; pass nullptr
+// to write unconditionally). Returns whether it wrote; IoError everywhere when writing fails.
+inline bool save_wisdom_file(const char* api, const std::string& path, const std::string* previous, MPI_Comm comm) {
+  int rank = 0, size = 1;
+  DARRAY_MPI_CHECK(MPI_Comm_rank(comm, &rank));
+  DARRAY_MPI_CHECK(MPI_Comm_size(comm, &size));
+  std::string mine;
+  for (const Section& s : local_wisdom())
+    mine += format_section(s.header, std::set<std::string>(s.children.begin(), s.children.end()));
+  DARRAY_THROW_IF(mine.size() > static_cast<std::size_t>(INT32_MAX), NotSupported, api,
+                  "the wisdom of one process is " << mine.size() << " bytes; at most 2^31 - 1 are supported");
+  const int length = static_cast<int>(mine.size());
+  std::vector<int> lengths(static_cast<std::size_t>(size)), offsets(static_cast<std::size_t>(size));
+  DARRAY_MPI_CHECK(MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, comm));
+  std::string all;
+  if (rank == 0) {
+    long long total = 0;
+    for (int p = 0; p < size; ++p) {
+      offsets[static_cast<std::size_t>(p)] = static_cast<int>(total);
+      total += lengths[static_cast<std::size_t>(p)];
+    }
+    DARRAY_THROW_IF(total > INT32_MAX, NotSupported, api, "the merged wisdom exceeds 2^31 - 1 bytes");
+    all.resize(static_cast<std::size_t>(total));
+  }
+  DARRAY_MPI_CHECK(MPI_Gatherv(mine.data(), length, MPI_CHAR, rank == 0 ? &all[0] : nullptr, lengths.data(),
+                               offsets.data(), MPI_CHAR, 0, comm));
+  int wrote = 0;
+  CapturedError error;
+  if (rank == 0)
+    error = capture_error([&] {
+      DARRAY_THROW_IF(path.empty(), IoError, api, "the wisdom path is empty; expected a file name");
+      std::vector<std::vector<Section>> per_process;
+      for (int p = 0; p < size; ++p) {
+        std::vector<Section> s;
+        std::string why;
+        const auto from = static_cast<std::size_t>(offsets[static_cast<std::size_t>(p)]);
+        split_sections(all.substr(from, static_cast<std::size_t>(lengths[static_cast<std::size_t>(p)])), &s, &why);
+        per_process.push_back(std::move(s));
+      }
+      const std::string text = merge_wisdom(per_process);
+      if (previous != nullptr && holds_all(*previous, text)) return;
+      write_whole_file(api, path, text);
+      wrote = 1;
+    });
+  agree_on_error(comm, error);
+  DARRAY_MPI_CHECK(MPI_Bcast(&wrote, 1, MPI_INT, 0, comm));
+  return wrote != 0;
+}
+
+// Forgets FFTW's wisdom (both precisions) and darray's choices on this process. Plans already built keep working.
+inline void forget_all_wisdom() {
+#if defined(DARRAY_HAS_FFTW)
+  FftwWisdom<double>::forget();
+  FftwWisdom<float>::forget();
+#endif
+  std::lock_guard<std::mutex> lock(choices_mutex());
+  choice_table().clear();
+}
+
+}  // namespace detail
+}  // namespace fft
+}  // namespace darray

@@ -1,0 +1,301 @@
+// FFT wisdom (fft/wisdom.hpp, Options::wisdom_file) and measured local strategies (Plan::describe): a plan built
+// from saved wisdom computes bit for bit what the measured plan computed, without measuring; missing, corrupt,
+// truncated and foreign wisdom files are reported the same on every process and never stop a transform; unreadable
+// and unwritable paths are IoErrors everywhere.
+#include <mpi.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "darray/darray.hpp"
+#include "fft_test_util.hpp"
+#include "mpi_test.hpp"
+
+using namespace darray;
+using darray::testing::all_ok;
+using darray::testing::world_rank;
+using fft_test::relative_error;
+using fft_test::Serial;
+
+namespace {
+
+using C = Kokkos::complex<double>;
+
+// A directory that exists on every process while the object lives (named after process 0's pid).
+class TempDir {
+ public:
+  TempDir() {
+    static int counter = 0;
+    long long pid = static_cast<long long>(getpid());
+    MPI_Bcast(&pid, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
+    m_path = "/tmp/darray-wisdom-" + std::to_string(pid) + "-" + std::to_string(counter++);
+    if (world_rank() == 0) {
+      std::filesystem::remove_all(m_path);
+      std::filesystem::create_directories(m_path);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  ~TempDir() {
+    MPI_Barrier(MPI_COMM_WORLD);
+    std::error_code ec;
+    if (world_rank() == 0) std::filesystem::remove_all(m_path, ec);
+  }
+  std::string file(const std::string& name) const { return m_path + "/" + name; }
+
+ private:
+  std::string m_path;
+};
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream os;
+  os << in.rdbuf();
+  return os.str();
+}
+
+void write_on_root(const std::string& path, const std::string& text) {
+  if (world_rank() == 0) std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+// Process 0's string, on every process.
+std::string from_root(std::string s) {
+  long long n = static_cast<long long>(s.size());
+  MPI_Bcast(&n, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
+  s.resize(static_cast<std::size_t>(n));
+  if (n > 0) MPI_Bcast(&s[0], static_cast<int>(n), MPI_CHAR, 0, MPI_COMM_WORLD);
+  return s;
+}
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+// The stage lines of a describe() text with the strategies' source `source` blanked.
+std::string stage_lines(const std::string& described, const std::string& source) {
+  std::istringstream in(described);
+  std::string line, out;
+  while (std::getline(in, line)) {
+    if (line.rfind("  stage ", 0) != 0) continue;
+    for (auto at = line.find(source); at != std::string::npos; at = line.find(source)) line.erase(at, source.size());
+    out += line + "\n";
+  }
+  return out;
+}
+
+fft::Options measured(const std::string& wisdom, fft::OutputLayout layout = fft::OutputLayout::same) {
+  fft::Options o;
+  o.planner = fft::Planner::measure;
+  o.wisdom_file = wisdom;
+  o.output = layout;
+  return o;
+}
+
+TEST_CASE("a plan from saved wisdom computes bit for bit what the measured plan did, without measuring", "[fft]") {
+  TempDir dir;
+  const std::string path = dir.file("fft.wisdom");
+  // (20, 24, 18): 2-D stage 0, strided later stages; r2c on (20, 24, 18) -> (20, 24, 10).
+  const Shape shape{20, 24, 18};
+  for (auto layout : {fft::OutputLayout::same, fft::OutputLayout::transposed}) {
+    fft::forget_wisdom();
+    write_on_root(path, "");
+    if (world_rank() == 0) std::filesystem::remove(path);
+    MPI_Barrier(MPI_COMM_WORLD);
+    const NamedSharding sharding = fft::auto_sharding(shape);
+    INFO(sharding << " layout " << layout);
+    const auto x = fft_test::random_array<C>(shape, sharding, 61);
+    const auto xr = fft_test::random_array<double>(shape, sharding, 62);
+
+    const fft::Plan<double> first(shape, sharding, measured(path, layout));
+    const fft::RealPlan<double> rfirst(shape, sharding, measured(path, layout));
+    const std::string d1 = first.describe();
+    INFO(d1);
+    REQUIRE(all_ok(contains(d1, "not found") && contains(d1, "saved") && contains(d1, "(measured)")));
+    REQUIRE(all_ok(contains(rfirst.describe(), "(measured)")));
+    const auto y1 = process_allgather(first.forward(x));
+    const auto z1 = process_allgather(first.backward(first.forward(x)));
+    const auto yr1 = process_allgather(rfirst.forward(xr));
+    const auto zr1 = process_allgather(rfirst.backward(rfirst.forward(xr)));
+    REQUIRE(all_ok(relative_error(y1, Serial<double>::c2c(process_allgather(x), shape, FFTW_FORWARD)) < 1e-12));
+    REQUIRE(all_ok(relative_error(yr1, Serial<double>::r2c(process_allgather(xr), shape)) < 1e-12));
+    const std::string text = from_root(read_text(path));
+    REQUIRE(all_ok(text.rfind("(darray-fft-wisdom 1", 0) == 0 && contains(text, " fftw_wisdom ")));
+
+    // As in a new run: nothing in memory, everything from the file.
+    fft::forget_wisdom();
+    const fft::Plan<double> second(shape, sharding, measured(path, layout));
+    const fft::RealPlan<double> rsecond(shape, sharding, measured(path, layout));
+    const std::string d2 = second.describe();
+    INFO(d2);
+    REQUIRE(all_ok(contains(d2, "wisdom loaded from") && !contains(d2, "(measured)") && contains(d2, "(wisdom)")));
+    REQUIRE(all_ok(!contains(d2, "saved")));  // nothing new learnt: the file is left alone
+    REQUIRE(all_ok(stage_lines(d2, "(wisdom)") == stage_lines(d1, "(measured)")));  // the same strategies
+    REQUIRE(all_ok(process_allgather(second.forward(x)) == y1));
+    REQUIRE(all_ok(process_allgather(second.backward(second.forward(x))) == z1));
+    REQUIRE(all_ok(process_allgather(rsecond.forward(xr)) == yr1));
+    REQUIRE(all_ok(process_allgather(rsecond.backward(rsecond.forward(xr))) == zr1));
+    REQUIRE(all_ok(from_root(read_text(path)) == text));
+
+    // An estimate plan uses measured wisdom too (as FFTW does): same strategies, same bits.
+    fft::Options estimate = measured(path, layout);
+    estimate.planner = fft::Planner::estimate;
+    const fft::Plan<double> third(shape, sharding, estimate);
+    REQUIRE(all_ok(contains(third.describe(), "(wisdom)")));
+    REQUIRE(all_ok(process_allgather(third.forward(x)) == y1));
+  }
+  fft::forget_wisdom();
+}
+
+TEST_CASE("load_wisdom / save_wisdom / forget_wisdom by hand", "[fft]") {
+  TempDir dir;
+  const std::string path = dir.file("hand.wisdom");
+  fft::forget_wisdom();
+  const fft::WisdomReport none = fft::load_wisdom(path);
+  REQUIRE(all_ok(none.status == fft::WisdomStatus::missing && contains(none.message, "not found")));
+  const Shape shape{12, 10, 8};
+  const NamedSharding sharding = fft::auto_sharding(shape);
+  fft::Options o;
+  o.planner = fft::Planner::measure;
+  const fft::Plan<double> plan(shape, sharding, o);
+  REQUIRE(all_ok(contains(plan.describe(), "(measured)")));
+  fft::save_wisdom(path);
+  const std::string text = from_root(read_text(path));
+  REQUIRE(all_ok(contains(text, "darray-fft-wisdom") && contains(text, "/s0f ")));
+  // No leftover temporary beside it.
+  int files = 0;
+  if (world_rank() == 0)
+    for (const auto& e : std::filesystem::directory_iterator(std::filesystem::path(path).parent_path())) {
+      (void)e;
+      ++files;
+    }
+  MPI_Bcast(&files, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  REQUIRE(all_ok(files == 1));
+
+  fft::forget_wisdom();
+  const fft::Plan<double> forgot(shape, sharding, o);
+  REQUIRE(all_ok(contains(forgot.describe(), "(measured)")));  // forgotten: measured again
+  fft::forget_wisdom();
+  const fft::WisdomReport back = fft::load_wisdom(path);
+  REQUIRE(all_ok(back.status == fft::WisdomStatus::loaded));
+  const fft::Plan<double> wise(shape, sharding, o);
+  REQUIRE(all_ok(contains(wise.describe(), "(wisdom)") && !contains(wise.describe(), "(measured)")));
+  fft::forget_wisdom();
+}
+
+TEST_CASE("missing, corrupt, truncated and foreign wisdom: reported alike everywhere, transforms unharmed", "[fft]") {
+  TempDir dir;
+  fft::forget_wisdom();
+  const Shape shape{10, 12, 6};
+  const NamedSharding sharding = fft::auto_sharding(shape);
+  const auto x = fft_test::random_array<C>(shape, sharding, 71);
+  const auto expect = Serial<double>::c2c(process_allgather(x), shape, FFTW_FORWARD);
+
+  // A valid file to damage.
+  const std::string good = dir.file("good.wisdom");
+  { const fft::Plan<double> p(shape, sharding, measured(good)); }
+  const std::string text = from_root(read_text(good));
+  REQUIRE(all_ok(contains(text, "(fftw-") && contains(text, " fftw_wisdom ")));
+  std::string foreign = text;
+  const auto at = foreign.find("(fftw-");
+  const auto blank = foreign.find(' ', at);
+  foreign.replace(at, blank - at, "(fftw-2.9.9");
+
+  struct Case {
+    std::string name, contents, reason;
+  };
+  const std::vector<Case> cases = {
+      {"garbage", "this is not wisdom\n", "unexpected text at byte 0"},
+      {"empty", "", "holds no wisdom"},
+      {"truncated", text.substr(0, text.size() / 2), "truncated"},
+      {"foreign", foreign, "another FFTW version or build"},
+      {"bad-entry", "(darray-fft-wisdom 1\n  (key strategy notanumber)\n)\n", "malformed darray entry"},
+      {"unknown", "(something-else 3\n)\n", "unknown section"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.name);
+    fft::forget_wisdom();
+    const std::string path = dir.file(c.name + ".wisdom");
+    write_on_root(path, c.contents);
+    const fft::WisdomReport r = fft::load_wisdom(path);
+    INFO(r.message);
+    REQUIRE(all_ok(r.status == fft::WisdomStatus::rejected && contains(r.message, c.reason)));
+    REQUIRE(all_ok(from_root(r.message) == r.message));
+    // A plan over the same file: warned, planned without it, and the bad file replaced by good wisdom.
+    const fft::Plan<double> plan(shape, sharding, measured(path));
+    INFO(plan.describe());
+    REQUIRE(all_ok(contains(plan.describe(), "ignored: ") && contains(plan.describe(), "saved")));
+    REQUIRE(all_ok(relative_error(process_allgather(plan.forward(x)), expect) < 1e-12));
+    fft::forget_wisdom();
+    REQUIRE(all_ok(fft::load_wisdom(path).status == fft::WisdomStatus::loaded));
+  }
+
+  // Missing, under estimate: planned, nothing written.
+  fft::forget_wisdom();
+  const std::string missing = dir.file("never.wisdom");
+  fft::Options estimate;
+  estimate.wisdom_file = missing;
+  const fft::Plan<double> plain(shape, sharding, estimate);
+  REQUIRE(all_ok(contains(plain.describe(), "not found") && contains(plain.describe(), "(heuristic)")));
+  REQUIRE(all_ok(relative_error(process_allgather(plain.forward(x)), expect) < 1e-12));
+  int exists = world_rank() == 0 ? static_cast<int>(std::filesystem::exists(missing)) : 0;
+  MPI_Bcast(&exists, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  REQUIRE(all_ok(exists == 0));
+  fft::forget_wisdom();
+}
+
+TEST_CASE("wisdom paths that cannot be read or written", "[fft]") {
+  TempDir dir;
+  fft::forget_wisdom();
+  const Shape shape{8, 6, 4};
+  const NamedSharding sharding = fft::auto_sharding(shape);
+  // A directory is no wisdom file: the same IoError everywhere, from loads and from plans.
+  DARRAY_REQUIRE_THROWS_ALL(IoError, fft::load_wisdom(dir.file("")), "is a directory, not a regular file");
+  DARRAY_REQUIRE_THROWS_ALL(IoError, fft::Plan<double>(shape, sharding, measured(dir.file(""))), "is a directory");
+  DARRAY_REQUIRE_THROWS_ALL(IoError, fft::load_wisdom(""), "path is empty");
+  // An unwritable place: save_wisdom throws, a plan warns and works.
+  const std::string nowhere = dir.file("no/such/dir/fft.wisdom");
+  DARRAY_REQUIRE_THROWS_ALL(IoError, fft::save_wisdom(nowhere), "cannot create the temporary file");
+  const fft::Plan<double> plan(shape, sharding, measured(nowhere));
+  INFO(plan.describe());
+  REQUIRE(all_ok(contains(plan.describe(), "not saved: ")));
+  const auto x = fft_test::random_array<C>(shape, sharding, 81);
+  REQUIRE(all_ok(relative_error(process_allgather(plan.forward(x)),
+                                Serial<double>::c2c(process_allgather(x), shape, FFTW_FORWARD)) < 1e-12));
+  fft::forget_wisdom();
+}
+
+TEST_CASE("measured strategies: every candidate computes the same transform, the choice is agreed", "[fft]") {
+  fft::forget_wisdom();
+  // Big enough for tiled passes to differ from FFTW's strided plans.
+  const Shape shape{16, 40, 36};
+  for (const Mesh& mesh : fft_test::test_meshes()) {
+    const NamedSharding sharding(mesh, mesh.ndim() == 1 ? P("x") : P("r", "c"));
+    for (auto planner : {fft::Planner::measure, fft::Planner::patient}) {
+      fft::Options o;
+      o.planner = planner;
+      const fft::Plan<double> plan(shape, sharding, o);
+      INFO(plan.describe());
+      REQUIRE(all_ok(from_root(plan.describe()) == plan.describe()));
+      const auto x = fft_test::random_array<C>(shape, sharding, 91);
+      const auto gx = process_allgather(x);
+      const auto y = plan.forward(x);
+      REQUIRE(all_ok(relative_error(process_allgather(y), Serial<double>::c2c(gx, shape, FFTW_FORWARD)) < 1e-12));
+      REQUIRE(all_ok(relative_error(process_allgather(plan.backward(y)), gx) < 1e-12));
+      const fft::RealPlan<float> rplan(shape, sharding, o);
+      const auto xr = fft_test::random_array<float>(shape, sharding, 92);
+      const auto gxr = process_allgather(xr);
+      const auto yr = rplan.forward(xr);
+      REQUIRE(all_ok(relative_error(process_allgather(yr), Serial<float>::r2c(gxr, shape)) < 1e-5));
+      REQUIRE(all_ok(relative_error(process_allgather(rplan.backward(yr)), gxr) < 1e-5));
+    }
+  }
+  fft::forget_wisdom();
+}
+
+}  // namespace
