@@ -1,6 +1,7 @@
 // bench/reshard: reshard throughput against baselines measured in the same run, on whatever layout it is
 // launched with. Per size and pattern it prints the time (max over processes, best of --reps), GB/s of the bytes
-// each process holds, and the ratios to (a) MPI_Alltoall of the same bytes already packed, (b) FFTW-MPI's
+// each process holds, and the ratios to (a) MPI_Alltoall of the same bytes already packed, (a') the hand-written
+// MPI transpose of the same layout (one MPI_Alltoallw whose datatypes walk the strided side in place), (b) FFTW-MPI's
 // transpose of the same matrix (FFTW_MEASURE), (c) memcpy of the same bytes, and staging memory against local shard
 // bytes. Also: the device table, Mesh, shardings and plan of one process in 4,096- to 1,048,576-device meshes.
 #include <mpi.h>
@@ -42,14 +43,14 @@ double time_it(int reps, const std::function<void()>& fn) {
 struct Row {
   std::string pattern;
   double mib = 0;
-  double t = 0, t_alloc = 0, alltoall = 0, fftw = 0, memcpy_t = 0;
+  double t = 0, t_alloc = 0, alltoall = 0, alltoallw = 0, fftw = 0, memcpy_t = 0;
   double local_bytes = 0;
   double staging = 0;
 };
 
 void print_header() {
-  std::printf("%-26s %7s %9s %10s %7s %10s %10s %8s %8s\n", "pattern", "MiB", "time[ms]", "+alloc[ms]", "GB/s",
-              "/alltoall", "/fftw-mpi", "/memcpy", "staging");
+  std::printf("%-26s %7s %9s %10s %7s %10s %11s %10s %8s %8s\n", "pattern", "MiB", "time[ms]", "+alloc[ms]", "GB/s",
+              "/alltoall", "/alltoallw", "/fftw-mpi", "/memcpy", "staging");
 }
 
 void print_row(const Row& r) {
@@ -63,8 +64,13 @@ void print_row(const Row& r) {
     std::snprintf(a2a, sizeof a2a, "%10.2f", r.t / r.alltoall);
   else
     std::snprintf(a2a, sizeof a2a, "%10s", "-");
-  std::printf("%-26s %7.0f %9.2f %10.2f %7.2f %s %s %8.2f %7.2fx\n", r.pattern.c_str(), r.mib, r.t * 1e3,
-              r.t_alloc * 1e3, r.local_bytes / r.t / 1e9, a2a, fftw, r.t / r.memcpy_t, r.staging / r.local_bytes);
+  char a2aw[32];
+  if (r.alltoallw > 0)
+    std::snprintf(a2aw, sizeof a2aw, "%11.2f", r.t / r.alltoallw);
+  else
+    std::snprintf(a2aw, sizeof a2aw, "%11s", "-");
+  std::printf("%-26s %7.0f %9.2f %10.2f %7.2f %s %s %s %8.2f %7.2fx\n", r.pattern.c_str(), r.mib, r.t * 1e3,
+              r.t_alloc * 1e3, r.local_bytes / r.t / 1e9, a2a, a2aw, fftw, r.t / r.memcpy_t, r.staging / r.local_bytes);
   std::fflush(stdout);
 }
 
@@ -77,6 +83,72 @@ double alltoall_time(std::size_t bytes, int reps) {
   return time_it(reps, [&] {
     MPI_Alltoall(s.data(), static_cast<int>(per), MPI_BYTE, r.data(), static_cast<int>(per), MPI_BYTE, MPI_COMM_WORLD);
   });
+}
+
+// The hand-written MPI transpose, one device per process: a block of src_elems doubles to one of dst_elems, one
+// MPI_Alltoallw whose per-peer datatypes (send_type(p) at byte send_displ(p), recv likewise; the caller's to free)
+// walk the strided side in place, as an MPI programmer would write it without packing.
+template <class SendType, class RecvType>
+double alltoallw_time(std::size_t src_elems, std::size_t dst_elems, SendType&& send_type, RecvType&& recv_type,
+                      int reps) {
+  const int np = process_count();
+  std::vector<double> src(src_elems, 1.0), dst(dst_elems, 0.0);
+  std::vector<int> counts(static_cast<std::size_t>(np), 1), sdispl(counts.size()), rdispl(counts.size());
+  std::vector<MPI_Datatype> stypes(counts.size()), rtypes(counts.size());
+  for (int p = 0; p < np; ++p) {
+    const auto k = static_cast<std::size_t>(p);
+    send_type(p, stypes[k], sdispl[k]);
+    recv_type(p, rtypes[k], rdispl[k]);
+    MPI_Type_commit(&stypes[k]);
+    MPI_Type_commit(&rtypes[k]);
+  }
+  const double t = time_it(reps, [&] {
+    MPI_Alltoallw(src.data(), counts.data(), sdispl.data(), stypes.data(), dst.data(), counts.data(), rdispl.data(),
+                  rtypes.data(), MPI_COMM_WORLD);
+  });
+  for (std::size_t k = 0; k < counts.size(); ++k) {
+    MPI_Type_free(&stypes[k]);
+    MPI_Type_free(&rtypes[k]);
+  }
+  return t;
+}
+
+// rows -> cols of an r x c matrix of doubles: to process q go this block's columns of q (rows of c, strided), from
+// process p come p's rows of this block's columns (contiguous).
+double alltoallw_rows_to_cols(int64_t r, int64_t c, int reps) {
+  const int np = process_count();
+  if (local_device_count() != 1 || np == 1 || r % np != 0 || c % np != 0) return 0;
+  const int rl = static_cast<int>(r / np), cl = static_cast<int>(c / np);
+  return alltoallw_time(
+      static_cast<std::size_t>(rl) * static_cast<std::size_t>(c), static_cast<std::size_t>(r) * cl,
+      [&](int q, MPI_Datatype& t, int& displ) {
+        MPI_Type_vector(rl, cl, static_cast<int>(c), MPI_DOUBLE, &t);
+        displ = q * cl * 8;
+      },
+      [&](int p, MPI_Datatype& t, int& displ) {
+        MPI_Type_contiguous(rl * cl, MPI_DOUBLE, &t);
+        displ = p * rl * cl * 8;
+      },
+      reps);
+}
+
+// pencil x -> y of an x by y by z array sharded on y to sharded on x: to process q goes the slab of its x rows
+// (contiguous), from process p come p's y columns of this block's x rows (runs of y/np * z, strided).
+double alltoallw_pencil(int64_t x, int64_t y, int64_t z, int reps) {
+  const int np = process_count();
+  if (local_device_count() != 1 || np == 1 || x % np != 0 || y % np != 0) return 0;
+  const int xl = static_cast<int>(x / np), yl = static_cast<int>(y / np), zz = static_cast<int>(z);
+  return alltoallw_time(
+      static_cast<std::size_t>(x) * yl * zz, static_cast<std::size_t>(xl) * y * zz,
+      [&](int q, MPI_Datatype& t, int& displ) {
+        MPI_Type_contiguous(xl * yl * zz, MPI_DOUBLE, &t);
+        displ = q * xl * yl * zz * 8;
+      },
+      [&](int p, MPI_Datatype& t, int& displ) {
+        MPI_Type_vector(xl, yl * zz, static_cast<int>(y) * zz, MPI_DOUBLE, &t);
+        displ = p * yl * zz * 8;
+      },
+      reps);
 }
 
 double memcpy_time(std::size_t bytes, int reps) {
@@ -106,7 +178,7 @@ double fftw_transpose_time(ptrdiff_t n0, ptrdiff_t n1, ptrdiff_t howmany, int re
 
 template <int N>
 Row run_pattern(const std::string& name, const Shape& shape, const NamedSharding& from, const NamedSharding& to,
-                int reps, double fftw_t) {
+                int reps, double fftw_t, double alltoallw_t) {
   auto a = iota<double, N>(shape, from);
   std::size_t local = 0;
   for (const auto& s : a.addressable_shards()) local += static_cast<std::size_t>(volume(s.index)) * sizeof(double);
@@ -120,6 +192,7 @@ Row run_pattern(const std::string& name, const Shape& shape, const NamedSharding
   r.staging = static_cast<double>(detail::MoveEngine::last_staging_bytes());
   r.local_bytes = static_cast<double>(local);
   r.alltoall = alltoall_time(local, reps);
+  r.alltoallw = alltoallw_t;
   r.fftw = fftw_t;
   r.memcpy_t = memcpy_time(local, reps);
   return r;
@@ -228,8 +301,9 @@ int main(int argc, char** argv) {
 #if defined(DARRAY_BENCH_HAS_FFTW_MPI)
     if (!no_fftw && np > 1 && local_device_count() == 1) fftw2 = fftw_transpose_time(rows, n, 1, reps);
 #endif
+    const double w2 = alltoallw_rows_to_cols(rows, n, reps);
     auto r2 = run_pattern<2>("rows->cols " + std::to_string(rows) + "x" + std::to_string(n), {rows, n},
-                             NamedSharding(line, P{"x"}), NamedSharding(line, P{none, "x"}), reps, fftw2);
+                             NamedSharding(line, P{"x"}), NamedSharding(line, P{none, "x"}), reps, fftw2, w2);
     if (root) print_row(r2);
     // 3-D pencil transpose x -> y on an (nd, 1) mesh: the (X, Y) planes move, Z elements stay together.
     int64_t c = 1;
@@ -239,9 +313,10 @@ int main(int argc, char** argv) {
 #if defined(DARRAY_BENCH_HAS_FFTW_MPI)
     if (!no_fftw && np > 1 && local_device_count() == 1) fftw3 = fftw_transpose_time(c, c, zc, reps);
 #endif
+    const double w3 = alltoallw_pencil(c, c, zc, reps);
     auto r3 = run_pattern<3>("pencil x->y " + std::to_string(c) + "x" + std::to_string(c) + "x" + std::to_string(zc),
                              {c, c, zc}, NamedSharding(grid, P{none, "r", "c"}), NamedSharding(grid, P{"r", none, "c"}),
-                             reps, fftw3);
+                             reps, fftw3, w3);
     if (root) print_row(r3);
   }
   if (root) plan_scaling(plan_reps);

@@ -63,7 +63,15 @@ class HaloExchange {
     DARRAY_THROW_IF(shape.size() != static_cast<std::size_t>(N), InvalidArgument, "HaloExchange",
                     "shape " << shape_to_string(shape) << " has rank " << shape.size() << "; expected rank " << N);
     const auto& devs = m_plan.local_devices();
-    for (std::size_t i = 0; i < devs.size(); ++i) m_slot.emplace(devs[i].id, i);
+    for (std::size_t i = 0; i < devs.size(); ++i) {
+      m_slot.emplace(devs[i].id, i);
+      m_padded.push_back(m_plan.padded_index(devs[i]));
+    }
+    for (const HaloFill& f : m_plan.fills()) {
+      const std::size_t slot = m_slot.at(f.device.id);
+      const Index whole = full_index(box_shape(m_padded[slot]));
+      m_fills.push_back(Fill{slot, darray::detail::box_copy_geometry(whole, whole, f.region)});
+    }
     // One engine per phase; buffers are the padded blocks in local-device order, both source and destination.
     for (const HaloPhase& ph : m_plan.phases()) {
       darray::detail::MoveList list;
@@ -140,19 +148,16 @@ class HaloExchange {
                                                          dtype_name<T>());
     Exec space;
     space.fence();  // kernels may still be writing the blocks
-    for (const HaloFill& f : m_plan.fills()) {
-      const shard_type& s = shards[m_slot.at(f.device.id)];
-      detail::fill_box_kernel(space, s.data.data(), box_shape(s.padded_index), f.region, m_fill);
-    }
+    for (const Fill& f : m_fills) detail::fill_region(space, shards[f.slot].data.data(), f.geometry, m_fill);
     space.fence();  // the phases send cells next to the ones the fills wrote
-    std::vector<const T*> src;
-    std::vector<T*> dst;
-    for (const shard_type& sh : shards) {
-      src.push_back(sh.data.data());
-      dst.push_back(sh.data.data());
+    m_src.resize(shards.size());
+    m_dst.resize(shards.size());
+    for (std::size_t k = 0; k < shards.size(); ++k) {
+      m_src[k] = shards[k].data.data();
+      m_dst[k] = shards[k].data.data();
     }
     // Phase after phase: a later dim's pieces carry the corners an earlier phase filled.
-    for (const auto& engine : m_engines) engine->run<T, M>(src, dst, m_buffers);
+    for (const auto& engine : m_engines) engine->run<T, M>(m_src, m_dst, m_buffers);
   }
 
   // The blocks of padded shards as a DistributedArray (a copy without the halos), e.g. to gather or save them.
@@ -188,10 +193,12 @@ class HaloExchange {
                     "got " << shards.size() << " padded shards but this process has " << devs.size()
                            << " devices in the mesh; pass the shards allocate() or pad() returned");
     for (std::size_t i = 0; i < shards.size(); ++i) {
-      const Index padded = m_plan.padded_index(devs[i]);
-      DARRAY_THROW_IF(shards[i].device.id != devs[i].id || shards[i].padded_index != padded ||
-                          darray::detail::view_shape<N>(shards[i].data) != box_shape(padded),
-                      InvalidArgument, "HaloExchange",
+      const Index& padded = m_padded[i];
+      bool fits = shards[i].device.id == devs[i].id && shards[i].padded_index == padded;
+      for (int d = 0; fits && d < N; ++d)
+        fits = static_cast<int64_t>(shards[i].data.extent(static_cast<unsigned>(d))) ==
+               padded[static_cast<std::size_t>(d)].size();
+      DARRAY_THROW_IF(!fits, InvalidArgument, "HaloExchange",
                       "padded shard " << i << " is for " << shards[i].device << " with padded box "
                                       << shards[i].padded_index << "; this exchange expects " << devs[i]
                                       << " with padded box " << padded);
@@ -200,7 +207,17 @@ class HaloExchange {
 
   HaloPlan m_plan;
   T m_fill;
+  // A region of a padded block outside the domain, set to the fill value on every exchange.
+  struct Fill {
+    std::size_t slot;                       // the block's position in local-device order
+    darray::detail::CopyGeometry geometry;  // its destination side: the region in the padded block
+  };
+
   std::unordered_map<int, std::size_t> m_slot;  // device id -> position in local-device order
+  std::vector<Index> m_padded;                  // padded box of each local device
+  std::vector<Fill> m_fills;
+  mutable std::vector<const T*> m_src;  // the blocks' pointers, kept so that an exchange allocates nothing
+  mutable std::vector<T*> m_dst;
   std::vector<std::shared_ptr<const darray::detail::MoveEngine>> m_engines;  // one per phase
   mutable darray::detail::EngineBuffers<T, M> m_buffers;                     // staging of the device path
 };

@@ -12,6 +12,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "darray/array/detail/host_loop.hpp"
 #include "darray/array/dtype.hpp"
 #include "darray/comm/detail/mpi_types.hpp"
 #include "darray/runtime/detail/mpi.hpp"
@@ -92,25 +93,6 @@ MPI_Op mpi_reduce_op(ReduceOp op) {
   if constexpr (std::is_floating_point<R>::value)
     return op == ReduceOp::max ? nan_propagating_op<R, true>() : nan_propagating_op<R, false>();
   return op == ReduceOp::max ? MPI_MAX : MPI_MIN;
-}
-
-// Whether a loop of n elements on Exec runs right here rather than as a Kokkos kernel: always on Kokkos::Serial (the
-// kernel would run the same loop, after building its label string and profiling hooks), and for small loops on
-// other host spaces, where launching threads costs more than the work.
-template <class Exec>
-constexpr bool host_execution_space_v = Kokkos::SpaceAccessibility<Exec, Kokkos::HostSpace>::accessible;
-
-template <class T, class Exec>
-bool loop_inline(int64_t n) {
-  if constexpr (!host_execution_space_v<Exec>) {
-    (void)n;
-    return false;
-  } else {
-#if defined(KOKKOS_ENABLE_SERIAL)
-    if constexpr (std::is_same<Exec, Kokkos::Serial>::value) return true;
-#endif
-    return static_cast<std::size_t>(n) * sizeof(T) <= std::size_t(32) << 10;
-  }
 }
 
 template <class T, class Exec>

@@ -1,4 +1,4 @@
-// Kernels of the halo exchange that run where the memory is: filling a box of a padded block with one value, and
+// Kernels of the halo exchange that run where the memory is: filling a region of a padded block with one value, and
 // the subview of a padded block that holds the block itself.
 #pragma once
 
@@ -6,20 +6,36 @@
 #include <cstdint>
 #include <utility>
 
-#include "darray/core/index.hpp"
+#include "darray/array/detail/host_loop.hpp"
 #include "darray/array/detail/strided_copy.hpp"
+#include "darray/core/index.hpp"
 
 namespace darray {
 namespace detail {
 
-inline constexpr int halo_tag = 0x4841;
-
-// view(region) = value, region given in the view's own coordinates. A kernel, so it runs where the memory is.
+// The cells of `g` (its destination side: dst_offset, dst_stride, extent) in `data` set to value: a loop here on host
+// spaces where loop_inline says so, a kernel where the memory is otherwise. Not fenced.
 template <class T, class ExecSpace>
-void fill_box_kernel(const ExecSpace& space, T* data, const Shape& extents, const Index& region, const T& value) {
-  const int64_t n = volume(region);
+void fill_region(const ExecSpace& space, T* data, const CopyGeometry& g, const T& value) {
+  const int64_t n = g.elements();
   if (n == 0) return;
-  const CopyGeometry g = box_copy_geometry(full_index(extents), full_index(extents), region);
+  if (loop_inline<T, ExecSpace>(n)) {
+    const int inner = g.rank - 1;
+    int64_t counter[max_copy_rank] = {};
+    T* t = data + g.dst_offset;
+    while (true) {
+      for (int64_t k = 0; k < g.extent[inner]; ++k) t[k * g.dst_stride[inner]] = value;
+      int d = inner;
+      while (true) {
+        if (d == 0) return;
+        --d;
+        t += g.dst_stride[d];
+        if (++counter[d] < g.extent[d]) break;
+        t -= g.dst_stride[d] * g.extent[d];
+        counter[d] = 0;
+      }
+    }
+  }
   Kokkos::parallel_for(
       "darray::halo::fill", Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<int64_t>>(space, 0, n),
       KOKKOS_LAMBDA(const int64_t i) {
