@@ -213,8 +213,10 @@ int main(int argc, char** argv) {
     for (bool on : {true, false})
       if (on ? limit > 0 : true) reshard_rows(s, reps, on, limit);
 
-  if (limit > 0)
+  if (limit > 0) {
+    Cache::instance().set_limit(limit);  // the rows above end with the cache off
     for (int s : sizes) one_call_table(s, reps);
+  }
 
   const std::size_t max_bytes = static_cast<std::size_t>(rss_max_kib) * 1024;
   const std::size_t min_bytes = max_bytes / 4;
