@@ -16,6 +16,7 @@
 #include "darray/darray.hpp"
 #include "fft_test_util.hpp"
 #include "mpi_test.hpp"
+#include "temp_dir.hpp"
 
 using namespace darray;
 using darray::testing::all_ok;
@@ -27,31 +28,10 @@ namespace {
 
 using C = Kokkos::complex<double>;
 
-// A directory that exists on every process while the object lives (named after process 0's pid).
-class TempDir {
+// Temporary directories /tmp/darray-wisdom-<pid of process 0>-<n> on every process.
+class TempDir : public darray::testing::TempDir {
  public:
-  TempDir() {
-    static int counter = 0;
-    long long pid = static_cast<long long>(getpid());
-    MPI_Bcast(&pid, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
-    m_path = "/tmp/darray-wisdom-" + std::to_string(pid) + "-" + std::to_string(counter++);
-    if (world_rank() == 0) {
-      std::filesystem::remove_all(m_path);
-      std::filesystem::create_directories(m_path);
-    }
-    MPI_Barrier(MPI_COMM_WORLD);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  ~TempDir() {
-    MPI_Barrier(MPI_COMM_WORLD);
-    std::error_code ec;
-    if (world_rank() == 0) std::filesystem::remove_all(m_path, ec);
-  }
-  std::string file(const std::string& name) const { return m_path + "/" + name; }
-
- private:
-  std::string m_path;
+  TempDir() : darray::testing::TempDir("darray-wisdom") {}
 };
 
 std::string read_text(const std::string& path) {

@@ -1,6 +1,5 @@
-// Helpers of the io tests: a per-run temporary directory shared by all processes (named after process 0's pid,
-// removed at the end), the value every element should hold, array construction from it, element-by-element
-// checks of loaded shards, and the layouts the round trips sweep.
+// Helpers of the io tests (their temporary directories: temp_dir.hpp): the value every element should hold, array
+// construction from it, element-by-element checks of loaded shards, and the layouts the round trips sweep.
 #pragma once
 
 #include <mpi.h>
@@ -21,40 +20,10 @@
 #include "darray/darray.hpp"
 #include "darray/io/npy.hpp"
 #include "mpi_test.hpp"
+#include "temp_dir.hpp"
 
 namespace darray {
 namespace testing {
-
-// A directory /tmp/darray-io-<pid of process 0>-<n> that exists on every process while the object lives.
-// Collective to create and to destroy.
-class TempDir {
- public:
-  TempDir() {
-    static int counter = 0;
-    long long pid = static_cast<long long>(getpid());
-    MPI_Bcast(&pid, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
-    m_path = "/tmp/darray-io-" + std::to_string(pid) + "-" + std::to_string(counter++);
-    if (world_rank() == 0) {
-      std::filesystem::remove_all(m_path);
-      std::filesystem::create_directories(m_path);
-    }
-    MPI_Barrier(MPI_COMM_WORLD);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  ~TempDir() {
-    MPI_Barrier(MPI_COMM_WORLD);
-    if (world_rank() == 0) {
-      std::error_code ec;
-      std::filesystem::remove_all(m_path, ec);
-    }
-  }
-  std::string file(const std::string& name) const { return m_path + "/" + name; }
-  const std::string& path() const { return m_path; }
-
- private:
-  std::string m_path;
-};
 
 template <class T>
 inline constexpr bool is_complex_v =

@@ -41,7 +41,10 @@ inline void allreduce(MPI_Comm comm, const void* send, void* recv, std::size_t c
   DARRAY_MPI_CHECK(MPI_Type_size(type, &type_size));
   DARRAY_THROW_IF(type_size <= 0, InvalidArgument, "allreduce", "datatype of size " << type_size);
   const auto elem = static_cast<std::size_t>(type_size);
-  const std::size_t per_chunk = max_message_bytes() / elem > 0 ? max_message_bytes() / elem : 1;
+  // A message no larger than the smallest limit allowed is never split: no need to look the limit up (it is read
+  // from the environment, which costs as much as a small allreduce).
+  const std::size_t limit = count * elem <= min_max_message_bytes ? count * elem : max_message_bytes();
+  const std::size_t per_chunk = limit / elem > 0 ? limit / elem : 1;
   const auto* s = static_cast<const std::byte*>(send);
   auto* r = static_cast<std::byte*>(recv);
   for (std::size_t i = 0, n = detail::chunk_count(count, per_chunk); i < n; ++i) {
