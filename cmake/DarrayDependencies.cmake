@@ -73,3 +73,22 @@ if(NOT DARRAY_ENABLE_FFTW STREQUAL "OFF")
   endif()
   darray_optional(FFTW "${DARRAY_HAS_FFTW}" "${DARRAY_FFTW_INFO}")
 endif()
+
+# CUDA-aware MPI as far as the MPI headers tell (Open MPI, MVAPICH: MPIX_CUDA_AWARE_SUPPORT in <mpi-ext.h>); recorded
+# in darray/config.hpp. The run-time query decides what the engine does.
+include(CheckCXXSourceCompiles)
+set(CMAKE_REQUIRED_INCLUDES ${MPI_CXX_INCLUDE_DIRS})
+set(CMAKE_REQUIRED_QUIET ON)
+check_cxx_source_compiles([=[
+#include <mpi.h>
+#include <mpi-ext.h>
+#if !defined(MPIX_CUDA_AWARE_SUPPORT) || !MPIX_CUDA_AWARE_SUPPORT
+#error no compile-time CUDA-aware support
+#endif
+int main() { return 0; }
+]=] DARRAY_MPI_CUDA_AWARE)
+unset(CMAKE_REQUIRED_INCLUDES)
+unset(CMAKE_REQUIRED_QUIET)
+if(NOT DARRAY_MPI_CUDA_AWARE)
+  set(DARRAY_MPI_CUDA_AWARE OFF)
+endif()

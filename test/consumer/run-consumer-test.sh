@@ -6,9 +6,15 @@
 #                 and builds test/consumer/installed with find_package(darray CONFIG) + darray::darray.
 #   include-only: no CMake package at all: one mpicxx command with -I<repo>/libdarray/include, Kokkos' include
 #                 directory and its core library.
+#   pkg-config:   installs as `installed` does, then one command: mpicxx consumer.cpp $(pkg-config --cflags --libs
+#                 darray) with PKG_CONFIG_PATH at the install; runs it on 1 process (and 2, as the others).
+#   no-fft:       compiles test/consumer/no_fft.cpp (builds an fft::Plan) include-only against the source tree's
+#                 default darray/config.hpp (no FFT backend); the compile must FAIL with the message naming FFTW.
 #
 # usage: run-consumer-test.sh installed    --work W --source S --build-dir B --cmake CMAKE --cxx CXX --mpiexec M [--mpiexec-flags "F"]
 #        run-consumer-test.sh include-only --work W --source S --mpicxx MPICXX --kokkos-include I --kokkos-lib L --mpiexec M [--mpiexec-flags "F"]
+#        run-consumer-test.sh pkg-config   --work W --source S --build-dir B --cmake CMAKE --mpicxx MPICXX --mpiexec M [--mpiexec-flags "F"]
+#        run-consumer-test.sh no-fft       --work W --source S --mpicxx MPICXX --kokkos-include I --mpiexec M
 set -u -o pipefail
 
 mode=${1:-}; shift || true
@@ -30,6 +36,11 @@ while [ $# -gt 0 ]; do
   shift 2
 done
 
+# The top-level install rules only (headers, config.hpp, CMake package, darray.pc): CMAKE_INSTALL_LOCAL_ONLY, so
+# the apps need not be built. Same files as `cmake --install <build> --prefix P` puts there for the library.
+install_package() {
+  run "$cmake" -DCMAKE_INSTALL_PREFIX="$prefix" -DCMAKE_INSTALL_LOCAL_ONLY=ON -P "$build_dir/cmake_install.cmake"
+}
 say() { echo "[consumer $(date +%T)] $*"; }
 fail() { echo "FAIL: $*" >&2; exit 1; }
 run() { say "\$ $*"; "$@" || fail "command failed (exit $?): $*"; }
@@ -41,7 +52,7 @@ case "$mode" in
   installed)
     [ -n "$build_dir" ] && [ -n "$cmake" ] && [ -n "$cxx" ] || fail "installed: missing --build-dir, --cmake or --cxx"
     prefix=$work/prefix
-    run "$cmake" -DCMAKE_INSTALL_PREFIX="$prefix" -DCMAKE_INSTALL_LOCAL_ONLY=ON -P "$build_dir/cmake_install.cmake"
+    install_package
     config=$(find "$prefix" -name darrayConfig.cmake | head -n 1)
     [ -n "$config" ] || fail "no darrayConfig.cmake under $prefix"
     [ -f "$prefix/include/darray/darray.hpp" ] || fail "darray/darray.hpp not installed under $prefix/include"
@@ -63,7 +74,54 @@ case "$mode" in
     run "$mpicxx" -std=c++17 -O2 -I"$source/libdarray/include" -I"$kokkos_include" \
       "$source/test/consumer/consumer.cpp" -o "$app" "$kokkos_lib" -ldl
     ;;
-  *) fail "mode must be 'installed' or 'include-only' (got '$mode')" ;;
+  pkg-config)
+    [ -n "$build_dir" ] && [ -n "$cmake" ] && [ -n "$mpicxx" ] || fail "pkg-config: missing --build-dir, --cmake or --mpicxx"
+    command -v pkg-config >/dev/null || fail "pkg-config not found"
+    prefix=$work/prefix
+    install_package
+    pc=$(find "$prefix" -name darray.pc | head -n 1)
+    [ -n "$pc" ] || fail "no darray.pc under $prefix"
+    [ -f "$prefix/include/darray/config.hpp" ] || fail "darray/config.hpp not installed under $prefix/include"
+    grep -q "DARRAY_CONFIG_GENERATED 1" "$prefix/include/darray/config.hpp" ||
+      fail "the installed darray/config.hpp is not the generated one"
+    export PKG_CONFIG_PATH=$(dirname "$pc")
+    flags=$(pkg-config --cflags --libs darray) || fail "pkg-config --cflags --libs darray failed"
+    say "PKG_CONFIG_PATH=$PKG_CONFIG_PATH pkg-config --cflags --libs darray: $flags"
+    case "$flags" in
+      *"-I$prefix/"*) ;;
+      *) fail "pkg-config's Cflags do not name the installed headers under $prefix" ;;
+    esac
+    app=$work/consumer
+    # shellcheck disable=SC2086
+    run "$mpicxx" -O2 "$source/test/consumer/consumer.cpp" -o "$app" $flags
+    [ -x "$app" ] || fail "no executable at $app"
+    say "\$ DARRAY_HOST_DEVICE_COUNT=2 $mpiexec $mpiexec_flags -n 1 $app"
+    # shellcheck disable=SC2086
+    out=$(DARRAY_HOST_DEVICE_COUNT=2 timeout -k 5 120 "$mpiexec" $mpiexec_flags -n 1 "$app" 2>&1)
+    rc=$?
+    echo "$out"
+    [ $rc = 0 ] || fail "consumer exited with status $rc at 1 process"
+    want="consumer: process 0/1 local devices 2 \[cpu(id=0), cpu(id=1)\] global devices 2"
+    grep -qx -- "$want" <<<"$out" || fail "missing line: $want"
+    ;;
+  no-fft)
+    [ -n "$mpicxx" ] && [ -n "$kokkos_include" ] || fail "no-fft: missing --mpicxx or --kokkos-include"
+    grep -q "DARRAY_CONFIG_GENERATED 0" "$source/libdarray/include/darray/config.hpp" ||
+      fail "$source/libdarray/include/darray/config.hpp is not the default (no optional parts) config"
+    say "\$ $mpicxx -std=c++17 -fsyntax-only -I$source/libdarray/include -I$kokkos_include $source/test/consumer/no_fft.cpp"
+    out=$("$mpicxx" -std=c++17 -fsyntax-only -I"$source/libdarray/include" -I"$kokkos_include" \
+      "$source/test/consumer/no_fft.cpp" 2>&1)
+    rc=$?
+    grep -E "error|static assert|required from" <<<"$out" | head -n 20
+    [ $rc != 0 ] || fail "no_fft.cpp compiled without an FFT backend; expected a compile error"
+    want="this build has no FFT backend for the array's memory space. Host memory needs FFTW 3: install it (Debian: libfftw3-dev)"
+    grep -qF -- "$want" <<<"$out" || { echo "$out" | tail -n 40; fail "the compile failed without the message: $want"; }
+    n=$(grep -c "error" <<<"$out")
+    say "compile failed (exit $rc) with the FFT backend message ($n error lines)"
+    say "PASS ($mode)"
+    exit 0
+    ;;
+  *) fail "mode must be 'installed', 'include-only', 'pkg-config' or 'no-fft' (got '$mode')" ;;
 esac
 
 [ -x "$app" ] || fail "no executable at $app"

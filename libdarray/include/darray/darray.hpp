@@ -6,6 +6,8 @@
 // namespace is part of the API.
 #pragma once
 
+#include "darray/config.hpp"
+
 #include "darray/array/distributed_array.hpp"
 #include "darray/array/dtype.hpp"
 #include "darray/array/factories.hpp"
@@ -37,9 +39,9 @@
 #include "darray/fft/layout.hpp"
 #include "darray/fft/options.hpp"
 #include "darray/fft/plan.hpp"
-#include "darray/fft/wisdom.hpp"
 #include "darray/fft/stages.hpp"
 #include "darray/fft/transforms.hpp"
+#include "darray/fft/wisdom.hpp"
 #include "darray/halo/exchange.hpp"
 #include "darray/halo/plan.hpp"
 #include "darray/io/npy.hpp"

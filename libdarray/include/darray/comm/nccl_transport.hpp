@@ -3,6 +3,8 @@
 // ncclSend/ncclRecv on the caller's stream, watched by the DARRAY_NCCL_TIMEOUT_S watchdog.
 #pragma once
 
+#include "darray/config.hpp"
+
 #if defined(DARRAY_HAS_NCCL)
 
 #include <cuda_runtime_api.h>

@@ -2,6 +2,8 @@
 // once, collectively, on first use and destroyed before MPI_Finalize.
 #pragma once
 
+#include "darray/config.hpp"
+
 #include <map>
 #include <memory>
 

@@ -17,6 +17,12 @@
 namespace darray {
 namespace fft {
 
+// Whether this build can transform arrays in memory space M: FFTW serves host memory, cuFFT CUDA memory. A plan for
+// a space without a backend does not compile (the error names what to install); generic code tests this first,
+// `if constexpr (fft::has_backend_v<M>)`.
+template <class M = DefaultMemorySpace>
+inline constexpr bool has_backend_v = detail::backend_for<M>() != detail::Backend::none;
+
 // Complex-to-complex 3-D FFT of DistributedArray<Kokkos::complex<R>, 3, M> arrays, R = double or float.
 //   fft::Plan<double> plan(shape, NamedSharding(mesh, P("x", none, none)));
 //   auto spectrum = plan.forward(a);     // sharded as plan.output_sharding()

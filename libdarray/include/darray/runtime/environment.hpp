@@ -3,6 +3,8 @@
 // (in reverse order) only if this Environment initialised them.
 #pragma once
 
+#include "darray/config.hpp"
+
 #include <mpi.h>
 #include <unistd.h>
 

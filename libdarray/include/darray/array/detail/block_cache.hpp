@@ -10,6 +10,8 @@
 // active. The returned views own their block like any managed view: copies keep it alive, the last one returns it.
 #pragma once
 
+#include "darray/config.hpp"
+
 #include <unistd.h>
 
 #include <Kokkos_Core.hpp>

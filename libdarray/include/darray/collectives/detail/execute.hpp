@@ -3,6 +3,8 @@
 // a MoveList run by the exchange engine, straight from the operand blocks into the result blocks.
 #pragma once
 
+#include "darray/config.hpp"
+
 #include <Kokkos_Core.hpp>
 #include <cstddef>
 #include <cstdint>

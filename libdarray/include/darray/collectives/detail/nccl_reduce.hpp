@@ -3,6 +3,8 @@
 // nccl_reducible<T> says whether NCCL has a type for T's scalars; reductions of other types take the MPI path.
 #pragma once
 
+#include "darray/config.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>

@@ -3,6 +3,8 @@
 // device buffers through host mirrors. Every process of a job runs the same MPI library, so the answer agrees.
 #pragma once
 
+#include "darray/config.hpp"
+
 #include <mpi.h>
 
 #if defined(__has_include)

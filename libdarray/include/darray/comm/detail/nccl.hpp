@@ -3,6 +3,8 @@
 // so a lost peer becomes a darray::NcclError instead of a hang. Compiled only with DARRAY_HAS_NCCL.
 #pragma once
 
+#include "darray/config.hpp"
+
 #if defined(DARRAY_HAS_NCCL)
 
 #include <cuda_runtime_api.h>

@@ -3,6 +3,8 @@
 // float through fftwf_. FFTW's planner is not thread-safe, so every planner call and plan destruction holds one mutex.
 #pragma once
 
+#include "darray/config.hpp"
+
 #if defined(DARRAY_HAS_FFTW)
 
 #include <fftw3.h>

@@ -1,7 +1,9 @@
 // Local FFTs on one device's block, dispatched to the backend that can reach the memory: cuFFT where Kokkos runs
 // CUDA and the memory is GPU-reachable, FFTW where the host can read it. The choice is made at compile time from
-// the memory space; a space no backend serves is a NotSupported error when the plan is built.
+// the memory space; a space no backend serves is a compile error (PlanCore's static_assert).
 #pragma once
+
+#include "darray/config.hpp"
 
 #include <Kokkos_Core.hpp>
 #include <iterator>
@@ -39,12 +41,11 @@ constexpr Backend backend_for() {
 
 inline const char* to_string(Backend b) { return b == Backend::fftw ? "fftw" : b == Backend::cufft ? "cufft" : "none"; }
 
-// Stands in where no backend serves a memory space; plans refuse such spaces before any local problem is made.
+// Stands in where no backend serves a memory space, so that PlanCore's static_assert is the only error a program
+// using such a space gets. Declared, never defined: no plan of it can be built.
 struct NoBackendPlan {
-  NoBackendPlan(const LocalProblem&, Method, int) {
-    DARRAY_THROW(NotSupported, "fft::Plan", "no FFT backend for this memory space in this build");
-  }
-  void execute(void*, void*) {}
+  NoBackendPlan(const LocalProblem&, Method, int);
+  void execute(void*, void*);
 };
 
 template <Backend B, class R>

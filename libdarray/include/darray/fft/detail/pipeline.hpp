@@ -3,6 +3,8 @@
 // of later stages may hold their blocks in another axis order.
 #pragma once
 
+#include "darray/config.hpp"
+
 #include <Kokkos_Core.hpp>
 #include <algorithm>
 #include <array>
@@ -96,6 +98,13 @@ class PlanCore {
   using complex_type = Kokkos::complex<R>;
   using complex_array = DistributedArray<complex_type, 3, M>;
   using real_array = DistributedArray<R, 3, M>;
+  // Which backend serves M is known at compile time, so a build without one fails here, at the fft::Plan,
+  // fft::RealPlan or fftn/rfftn the program uses, instead of throwing when it runs.
+  static_assert(LocalPlans<R, M>::backend != Backend::none,
+                "darray::fft: this build has no FFT backend for the array's memory space. Host memory needs FFTW 3: "
+                "install it (Debian: libfftw3-dev) and configure libdarray with -DDARRAY_ENABLE_FFTW=AUTO or ON (or, "
+                "include-only, compile with -DDARRAY_HAS_FFTW=1 and link -lfftw3 -lfftw3f). GPU memory needs cuFFT: a "
+                "CUDA toolkit, a CUDA-enabled Kokkos and -DDARRAY_ENABLE_CUFFT=AUTO or ON");
 
   PlanCore(const char* api, const Shape& shape, const NamedSharding& input, const Options& options, bool real)
       : m_api(api),
@@ -113,10 +122,6 @@ class PlanCore {
                       "shape " << shape_to_string(shape) << " has extent " << shape[d] << " in dim " << d
                                << "; an FFT needs at least one point per dim");
     input.check_shape(shape);
-    DARRAY_THROW_IF((LocalPlans<R, M>::backend == Backend::none), NotSupported, api,
-                    "no FFT backend serves memory space " << M::name()
-                                                          << " in this build; host memory needs FFTW, GPU memory cuFFT "
-                                                             "with a CUDA-enabled Kokkos");
     m_cshape = shape;
     if (real) m_cshape[2] = shape[2] / 2 + 1;
     m_stages = plan_stages(input.spec(), input.mesh(), real, api);

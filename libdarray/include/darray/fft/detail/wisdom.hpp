@@ -5,6 +5,8 @@
 // merging the wisdom of several processes and telling whether anything new was learnt are set operations.
 #pragma once
 
+#include "darray/config.hpp"
+
 #include <mpi.h>
 
 #include <algorithm>

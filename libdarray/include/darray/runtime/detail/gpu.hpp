@@ -2,6 +2,8 @@
 // compiled in. Host-only builds answer without touching any CUDA API.
 #pragma once
 
+#include "darray/config.hpp"
+
 #include <Kokkos_Core.hpp>
 
 #if defined(DARRAY_HAS_NCCL) || defined(KOKKOS_ENABLE_CUDA)
