@@ -99,6 +99,20 @@ inline std::size_t target_of(const CollectivePlan& plan, int64_t id) {
   DARRAY_THROW(Error, "collective", "internal: device " << id << " is not one of this process's");
 }
 
+// dst = the combination of the slot's local blocks (the identity when it has none). Not fenced.
+template <class T, class Exec>
+void combine_slot(const Exec& space, const CollectivePlan& plan, const Slot& slot, const std::vector<const T*>& operand,
+                  ReduceOp op, T* dst) {
+  const int64_t n = volume(slot.shape);
+  if (slot.members.empty()) {
+    fill_kernel(space, dst, n, reduce_identity<T>(op));
+    return;
+  }
+  copy_kernel(space, dst, operand[target_of(plan, slot.members[0])], n);
+  for (std::size_t k = 1; k < slot.members.size(); ++k)
+    combine_kernel(space, op, dst, operand[target_of(plan, slot.members[k])], n);
+}
+
 // A reduction whose every result block is one whole slot (psum, pmax, pmin): each slot is combined in the first
 // result block that receives it, reduced across processes there (from the operand block straight into it when the
 // slot has one local device), then copied to the slot's other result blocks: no slot buffer, no copies in and out of
@@ -146,12 +160,7 @@ bool reduce_in_result_blocks(const Exec& space, const CollectivePlan& plan, cons
                 mpi_reduce_op<T>(op));
       continue;
     }
-    if (slot.members.empty())
-      fill_kernel(space, dst, n, reduce_identity<T>(op));
-    else
-      copy_kernel(space, dst, operand[target_of(plan, slot.members[0])], n);
-    for (std::size_t k = 1; k < slot.members.size(); ++k)
-      combine_kernel(space, op, dst, operand[target_of(plan, slot.members[k])], n);
+    combine_slot(space, plan, slot, operand, op, dst);
     space.fence();
     if (across) allreduce(comm, MPI_IN_PLACE, dst, count, mpi_reduce_datatype<T>(), mpi_reduce_op<T>(op));
   }
@@ -172,17 +181,7 @@ Kokkos::View<T*, M> reduce_slots(const Exec& space, const CollectivePlan& plan, 
                                  ReduceOp op) {
   const auto slots =
       cached_view<Kokkos::View<T*, M>>("darray::collective slots", static_cast<std::size_t>(plan.slot_elements));
-  for (const Slot& slot : plan.slots) {
-    T* dst = slots.data() + slot.offset;
-    const int64_t n = volume(slot.shape);
-    if (slot.members.empty()) {
-      fill_kernel(space, dst, n, reduce_identity<T>(op));
-      continue;
-    }
-    copy_kernel(space, dst, operand[target_of(plan, slot.members[0])], n);
-    for (std::size_t k = 1; k < slot.members.size(); ++k)
-      combine_kernel(space, op, dst, operand[target_of(plan, slot.members[k])], n);
-  }
+  for (const Slot& slot : plan.slots) combine_slot(space, plan, slot, operand, op, slots.data() + slot.offset);
   space.fence();  // MPI and NCCL read what the kernels wrote
   if (plan.colors.empty()) return slots;
   Transport& t = reduce_group_transport<T, M>(plan);
