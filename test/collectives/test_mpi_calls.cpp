@@ -1,6 +1,7 @@
 // The collectives and reshard make no MPI call beyond their data exchange: after a warm-up call (plans,
 // communicators), a movement (all_gather, all_to_all, ppermute, reshard) runs no collective MPI operation at all
-// (point-to-point messages only), and a reduction (psum, pmax, psum_scatter) runs at most its one allreduce. The
+// (point-to-point messages only), and a reduction (psum, pmax, psum_scatter) runs its one data allreduce and the
+// 16-byte allreduce of its fingerprint (comm/detail/same_reduction.hpp: what makes a mismatch an error). The
 // MPI entry points are wrapped here through the profiling interface (each forwards to PMPI_*), so every call the
 // library compiles into this executable is counted.
 #include <mpi.h>
@@ -26,7 +27,8 @@ void count(const char* name) {
 
 extern "C" {
 int MPI_Allreduce(const void* s, void* r, int n, MPI_Datatype t, MPI_Op op, MPI_Comm c) {
-  count("MPI_Allreduce");
+  // The reduction's fingerprint: 2 x int64 under MPI_MAX; anything else is data.
+  count(n == 2 && t == MPI_INT64_T && op == MPI_MAX ? "MPI_Allreduce(fingerprint)" : "MPI_Allreduce");
   return PMPI_Allreduce(s, r, n, t, op, c);
 }
 int MPI_Alltoall(const void* s, int sn, MPI_Datatype st, void* r, int rn, MPI_Datatype rt, MPI_Comm c) {
@@ -79,7 +81,7 @@ std::string describe(const std::map<std::string, int>& m) {
 
 }  // namespace
 
-TEST_CASE("movements and reshard make no collective MPI call; reductions one allreduce each") {
+TEST_CASE("movements and reshard make no collective MPI call; reductions one data allreduce and one fingerprint each") {
   const int64_t nd = device_count();
   const Mesh mesh = make_mesh({nd}, {"i"});
   const NamedSharding by_i(mesh, P{"i"});
@@ -113,10 +115,12 @@ TEST_CASE("movements and reshard make no collective MPI call; reductions one all
     y5 = psum_scatter(x, "i", 0);
   });
   INFO("reductions called " << describe(reductions));
-  int allreduce = 0;
-  for (const auto& [name, n] : reductions)
+  int allreduce = 0, fingerprint = 0;
+  for (const auto& [name, n] : reductions) {
     if (name == "MPI_Allreduce") allreduce = n;
-  // One allreduce per call when the axis spans processes, none when it lies in one process.
+    if (name == "MPI_Allreduce(fingerprint)") fingerprint = n;
+  }
+  // One data allreduce and one fingerprint per call when the axis spans processes, none when it lies in one process.
   const int expected = process_count() > 1 ? 9 : 0;
-  REQUIRE(all_ok(reductions.size() <= 1 && allreduce == expected));
+  REQUIRE(all_ok(reductions.size() <= 2 && allreduce == expected && fingerprint == expected));
 }

@@ -74,3 +74,68 @@ TEST_CASE("all_gather of float32 here and int32 on the last process: an error on
       },
       "sent data of another operation");
 }
+
+// Reductions go through the transport's allreduce, which carries no tag: before it, the processes compare a
+// fingerprint of the reduction (operation, element type, element count), so a mismatch is an error on every process.
+TEST_CASE("psum of int64 here and float64 on the last process: an error on every process, not garbage") {
+  const Mesh mesh = make_mesh({device_count()}, {"x"});
+  const NamedSharding line(mesh, P{"x"});
+  for (const int64_t per_device : {int64_t(1), int64_t(8192)}) {  // 8 bytes and 64 KiB per device
+    INFO("elements per device = " << per_device);
+    const int64_t n = per_device * device_count();
+    require_mismatch_error(
+        [&] {
+          if (last())
+            (void)psum(iota<double, 1>({n}, line), "x");
+          else
+            (void)psum(iota<int64_t, 1>({n}, line), "x");
+        },
+        "another reduction");
+  }
+  // Kept output, and the library usable afterwards.
+  const int64_t n = 4 * device_count();
+  auto out = psum(iota<double, 1>({n}, line), "x");
+  require_mismatch_error(
+      [&] {
+        if (last())
+          psum(iota<double, 1>({n}, line), "x", out);
+        else
+          (void)pmax(iota<double, 1>({n}, line), "x");
+      },
+      "another reduction");
+  out = psum(full<double, 1>({n}, 1.0, line), "x");
+  bool ok = true;
+  for (const auto& s : out.addressable_shards()) {
+    auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), s.data);
+    for (int64_t i = 0; i < s.index[0].size(); ++i) ok = ok && h(i) == static_cast<double>(device_count());
+  }
+  REQUIRE(all_ok(ok));
+}
+
+TEST_CASE("psum_scatter of float32 here and int32 on the last process: an error on every process") {
+  const Mesh mesh = make_mesh({device_count()}, {"x"});
+  const NamedSharding line(mesh, P{"x"});
+  const int64_t n = 4 * device_count() * device_count();
+  require_mismatch_error(
+      [&] {
+        if (last())
+          (void)psum_scatter(iota<int32_t, 1>({n}, line), "x", 0);
+        else
+          (void)psum_scatter(iota<float, 1>({n}, line), "x", 0);
+      },
+      "another reduction");
+}
+
+TEST_CASE("sum of a float64 array here and an int64 array on the last process: an error on every process") {
+  const Mesh mesh = make_mesh({device_count()}, {"x"});
+  const NamedSharding line(mesh, P{"x"});
+  const int64_t n = 4 * device_count();
+  require_mismatch_error(
+      [&] {
+        if (last())
+          (void)sum(iota<int64_t, 1>({n}, line));
+        else
+          (void)sum(iota<double, 1>({n}, line));
+      },
+      "another reduction");
+}

@@ -18,11 +18,13 @@
 #include "darray/array/detail/box_copy.hpp"
 #include "darray/array/detail/view.hpp"
 #include "darray/array/distributed_array.hpp"
+#include "darray/array/dtype.hpp"
 #include "darray/collectives/detail/element_ops.hpp"
 #include "darray/collectives/detail/nccl_reduce.hpp"
 #include "darray/collectives/detail/plan.hpp"
 #include "darray/collectives/detail/transport_choice.hpp"
 #include "darray/comm/chunked_collectives.hpp"
+#include "darray/comm/detail/same_reduction.hpp"
 #include "darray/comm/limits.hpp"
 #include "darray/comm/mpi_transport.hpp"
 #include "darray/redistribute/detail/engine.hpp"
@@ -99,6 +101,19 @@ inline std::size_t target_of(const CollectivePlan& plan, int64_t id) {
   DARRAY_THROW(Error, "collective", "internal: device " << id << " is not one of this process's");
 }
 
+// Before a reduction crosses processes: the processes of comm compare operation, element type and length (an
+// allreduce carries no tag, see comm/detail/same_reduction.hpp). Collective over comm.
+template <class T>
+void check_same_reduction_of(MPI_Comm comm, ReduceOp op, const CollectivePlan& plan) {
+  const auto elements = static_cast<std::uint64_t>(plan.slot_elements);
+  const std::uint64_t fingerprint = mix_fingerprint(
+      mix_fingerprint(static_cast<std::uint64_t>(op) + 1, static_cast<std::uint64_t>(dtype_code<T>())), elements);
+  check_same_reduction(comm, fingerprint, "collective reduction", [&] {
+    return "process " + std::to_string(process_index()) + ": " + to_string(op) + " of " + std::to_string(elements) +
+           " x " + dtype_name<T>();
+  });
+}
+
 // dst = the combination of the slot's local blocks (the identity when it has none). Not fenced.
 template <class T, class Exec>
 void combine_slot(const Exec& space, const CollectivePlan& plan, const Slot& slot, const std::vector<const T*>& operand,
@@ -150,6 +165,7 @@ bool reduce_in_result_blocks(const Exec& space, const CollectivePlan& plan, cons
   Transport* t = plan.colors.empty() ? nullptr : &reduce_group_transport<T, M>(plan);
   if (across && t->backend() != Backend::mpi) return false;
   const MPI_Comm comm = across ? dynamic_cast<MpiTransport&>(*t).comm() : MPI_COMM_NULL;
+  if (across) check_same_reduction_of<T>(comm, op, plan);
   for (std::size_t s = 0; s < plan.slots.size(); ++s) {
     const Slot& slot = plan.slots[s];
     T* dst = first[s];
@@ -196,6 +212,7 @@ Kokkos::View<T*, M> reduce_slots(const Exec& space, const CollectivePlan& plan, 
 #endif
   const MPI_Comm comm = dynamic_cast<MpiTransport&>(t).comm();
   const std::size_t count = static_cast<std::size_t>(plan.slot_elements) * ReduceScalar<T>::lanes;
+  check_same_reduction_of<T>(comm, op, plan);
   on_host(slots, true,
           [&](T* data) { allreduce(comm, MPI_IN_PLACE, data, count, mpi_reduce_datatype<T>(), mpi_reduce_op<T>(op)); });
   return slots;

@@ -9,6 +9,7 @@
 #include <Kokkos_Core.hpp>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <type_traits>
@@ -16,6 +17,7 @@
 
 #include "darray/array/distributed_array.hpp"
 #include "darray/array/dtype.hpp"
+#include "darray/comm/detail/same_reduction.hpp"
 #include "darray/core/error.hpp"
 #include "darray/ops/detail/kernels.hpp"
 #include "darray/runtime/detail/kokkos_compat.hpp"
@@ -92,19 +94,35 @@ Acc reduce_range(int64_t n, const Load& load) {
   return result;
 }
 
+inline const char* to_string(ArrayOp op) {
+  return op == ArrayOp::sum ? "sum" : op == ArrayOp::prod ? "prod" : op == ArrayOp::max ? "max" : "min";
+}
+
 // Every process's value combined in process order, the same bits on every process (an allreduce may round
-// differently on different ranks). Collective over all processes.
-template <ArrayOp op, class Acc>
-Acc combine_processes(const Acc& mine) {
+// differently on different ranks). Collective over all processes. The same allgather carries `fingerprint` (what
+// is reduced: operation, element type, length); processes that disagree all throw the same InvalidArgument, with
+// describe() as this process's line (comm/detail/same_reduction.hpp), instead of combining each other's bytes.
+template <ArrayOp op, class Acc, class Describe>
+Acc combine_processes(const Acc& mine, std::uint64_t fingerprint, const Describe& describe) {
   const MPI_Comm comm = world_comm();
   int size = 1;
   DARRAY_MPI_CHECK(MPI_Comm_size(comm, &size));
   if (size == 1) return mine;
-  std::vector<Acc> all(static_cast<std::size_t>(size));
-  DARRAY_MPI_CHECK(MPI_Allgather(&mine, static_cast<int>(sizeof(Acc)), MPI_BYTE, all.data(),
-                                 static_cast<int>(sizeof(Acc)), MPI_BYTE, comm));
-  Acc result = all[0];
-  for (std::size_t p = 1; p < all.size(); ++p) combine<op>(result, all[p]);
+  struct Tagged {
+    std::uint64_t fingerprint;
+    Acc value;
+  };
+  Tagged own;
+  std::memset(static_cast<void*>(&own), 0, sizeof own);  // no indeterminate padding bytes on the wire
+  own.fingerprint = fingerprint;
+  own.value = mine;
+  std::vector<Tagged> all(static_cast<std::size_t>(size));
+  DARRAY_MPI_CHECK(MPI_Allgather(&own, static_cast<int>(sizeof(Tagged)), MPI_BYTE, all.data(),
+                                 static_cast<int>(sizeof(Tagged)), MPI_BYTE, comm));
+  for (const Tagged& t : all)
+    if (t.fingerprint != fingerprint) throw_other_reduction(comm, to_string(op), describe());
+  Acc result = all[0].value;
+  for (std::size_t p = 1; p < all.size(); ++p) combine<op>(result, all[p].value);
   return result;
 }
 
@@ -118,7 +136,12 @@ Acc reduce_all(const DistributedArray<T, N, M>& a, const MakeLoad& make_load) {
   for (std::size_t k = 0; k < shards.size(); ++k)
     if (shards[k].replica_id == 0)
       combine<op>(mine, reduce_range<op, Acc, Exec>(static_cast<int64_t>(shards[k].data.size()), make_load(k)));
-  return combine_processes<op>(mine);
+  std::uint64_t fingerprint = mix_fingerprint(static_cast<std::uint64_t>(op) + 1, dtype_code<T>());
+  fingerprint = mix_fingerprint(mix_fingerprint(fingerprint, dtype_code<Acc>()), static_cast<std::uint64_t>(a.size()));
+  return combine_processes<op>(mine, fingerprint, [&] {
+    return "process " + std::to_string(process_index()) + ": " + to_string(op) + " of " + std::to_string(a.size()) +
+           " x " + dtype_name<T>() + " (accumulated as " + dtype_name<Acc>() + ")";
+  });
 }
 
 // Loads element i of a block converted to Acc.
