@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "comm_test_util.hpp"
@@ -313,5 +314,49 @@ TEST_CASE("exchange errors are clear, and agreed when the method is automatic") 
     darray::exchange(comm, gap, buf.data(), buf.data() + 32);
     CHECK(darray::testing::all_ok(
         std::all_of(buf.begin() + 32, buf.begin() + 40, [](std::byte x) { return x == std::byte{7}; })));
+  }
+}
+
+TEST_CASE("per-peer tags: matching tags deliver, another tag is an error naming the sender, bad tags are refused") {
+  const MPI_Comm comm = darray::detail::world_comm();
+  const int me = darray::process_index(), procs = darray::process_count();
+  ExchangeOptions p2p;
+  p2p.method = ExchangeMethod::point_to_point;
+  const int next = (me + 1) % procs, prev = (me + procs - 1) % procs;
+  // A ring: 8 bytes to the next process, tagged by the sender; the receiver expects that same tag.
+  auto ring = [&](int send_tag, int recv_tag) {
+    ExchangePlan plan;
+    plan.sends.push_back({next, 0, 8, send_tag});
+    plan.recvs.push_back({prev, 0, 8, recv_tag});
+    return plan;
+  };
+  std::vector<std::byte> send(8, std::byte(me + 1)), recv(8, fill);
+  darray::exchange(comm, ring(1234, 1234), send.data(), recv.data(), p2p);
+  REQUIRE(darray::testing::all_ok(recv[0] == std::byte(prev + 1) && recv[7] == std::byte(prev + 1)));
+  if (procs > 1) {
+    // The last process sends with another tag: its receiver (process 0) throws, naming it. Everyone else gets its
+    // bytes; the error is what a mismatched operation looks like, so only process 0 is asked to see it.
+    const int tag = me == procs - 1 ? 999 : 1234;
+    std::string msg;
+    try {
+      darray::exchange(comm, ring(tag, 1234), send.data(), recv.data(), p2p);
+    } catch (const InvalidArgument& e) {
+      msg = e.what();
+    }
+    INFO("message: " << msg);
+    const bool expected = me == 0
+                              ? msg.find("process " + std::to_string(procs - 1) + " sent data of another operation") !=
+                                        std::string::npos &&
+                                    msg.find("message tag 999, expected 1234") != std::string::npos
+                              : msg.empty();
+    REQUIRE(darray::testing::all_ok(expected));
+  }
+  std::vector<std::byte> buf(16);
+  for (const int bad : {-2, 32768}) {
+    ExchangePlan plan;
+    plan.sends.push_back({me, 0, 8, bad});
+    plan.recvs.push_back({me, 0, 8});
+    DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, darray::exchange(comm, plan, buf.data(), buf.data() + 8, p2p),
+                              ("has tag " + std::to_string(bad)).c_str(), "0 to 32767");
   }
 }

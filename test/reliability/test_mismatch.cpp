@@ -54,6 +54,31 @@ TEST_CASE("reshard of float64 here and int64 on the last process: an error on ev
   REQUIRE(all_ok(ok));
 }
 
+TEST_CASE("staged (device) path: reshard of float64 here and int64 on the last process: an error on every process") {
+  // The device path packs into staging buffers and exchanges them through the transport; on the MPI backend each
+  // peer's message carries the same fingerprint tag as the host path's.
+  const darray::detail::StageAsIfOnDevice staged;
+  const Mesh mesh = make_mesh({device_count()}, {"x"});
+  const NamedSharding rows(mesh, P{"x"}), cols(mesh, P{none, "x"});
+  const int64_t n = 16 * device_count();
+  require_mismatch_error(
+      [&] {
+        if (last())
+          (void)reshard(iota<int64_t, 2>({2 * n, n}, rows), cols);
+        else
+          (void)reshard(iota<double, 2>({2 * n, n}, rows), cols);
+      },
+      "sent data of another operation");
+  require_mismatch_error(
+      [&] {
+        if (last())
+          (void)all_gather(iota<int32_t, 1>({n}, rows), "x", 0, tiled);
+        else
+          (void)all_gather(iota<float, 1>({n}, rows), "x", 0, tiled);
+      },
+      "sent data of another operation");
+}
+
 TEST_CASE("reshard of another shape on the last process: an error on every process") {
   const Mesh mesh = make_mesh({device_count()}, {"x"});
   const NamedSharding rows(mesh, P{"x"}), cols(mesh, P{none, "x"});

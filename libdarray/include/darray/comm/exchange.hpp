@@ -104,13 +104,14 @@ inline void exchange_impl(MPI_Comm comm, const ExchangePlan& plan, const std::by
     for (std::size_t i = 0; i < plan.recvs.size(); ++i) {
       const PeerBytes& e = plan.recvs[i];
       if (e.peer != rank && e.bytes > 0)
-        remaining[i] =
-            requests.post_recv(comm, recv + e.offset, e.bytes, e.peer, options.tag, i, max_bytes, "exchange");
+        remaining[i] = requests.post_recv(comm, recv + e.offset, e.bytes, e.peer, e.tag >= 0 ? e.tag : options.tag, i,
+                                          max_bytes, "exchange", /*check_tag=*/e.tag >= 0);
     }
     for (std::size_t i = 0; i < plan.sends.size(); ++i) {
       const PeerBytes& e = plan.sends[i];
       if (e.peer != rank && e.bytes > 0)
-        requests.post_send(comm, send + e.offset, e.bytes, e.peer, options.tag, i, max_bytes, "exchange");
+        requests.post_send(comm, send + e.offset, e.bytes, e.peer, e.tag >= 0 ? e.tag : options.tag, i, max_bytes,
+                           "exchange");
     }
   }
 

@@ -13,6 +13,10 @@ struct PeerBytes {
   int peer = 0;            // rank in the communicator the exchange runs on
   std::size_t offset = 0;  // byte offset into the send (or receive) buffer
   std::size_t bytes = 0;   // byte count; 0 is allowed and moves nothing
+  // The point-to-point messages' tag; -1: ExchangeOptions::tag. A receive with a tag of its own accepts messages of
+  // any tag from its peer and checks it on arrival, so a peer that sent another operation's data (another tag) is
+  // an InvalidArgument rather than bytes taken for this one. Alltoallv and NCCL carry no tags.
+  int tag = -1;
 };
 
 struct ExchangePlan {

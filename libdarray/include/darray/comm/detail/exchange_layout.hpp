@@ -21,6 +21,9 @@ inline void validate_side(const std::vector<PeerBytes>& list, const char* side, 
     DARRAY_THROW_IF(
         e.peer < 0 || e.peer >= size, InvalidArgument, "exchange",
         "plan." << side << "[" << i << "] names peer " << e.peer << "; expected a rank from 0 to " << size - 1);
+    DARRAY_THROW_IF(e.tag < -1 || e.tag > 32767, InvalidArgument, "exchange",
+                    "plan." << side << "[" << i << "] has tag " << e.tag
+                            << "; expected -1 (the options' tag) or 0 to 32767 (the tags MPI guarantees)");
     checked_end(e.offset, e.bytes, "exchange");
   }
 }

@@ -42,21 +42,23 @@ class RequestSet {
       const Chunk c = chunk_at(bytes, max_chunk, i);
       MPI_Request r = MPI_REQUEST_NULL;
       DARRAY_MPI_CHECK(MPI_Isend(data + c.offset, to_mpi_count(c.bytes, api), MPI_BYTE, peer, tag, comm, &r));
-      push(r, Posted{message, -1, peer});
+      push(r, Posted{message, -1, peer, -1});
     }
   }
 
-  // Posts one Irecv per chunk; returns the number of chunks, which the caller counts down in wait_some.
+  // Posts one Irecv per chunk; returns the number of chunks, which the caller counts down in wait_some. With
+  // check_tag the chunks accept any tag and wait_some checks that each carried `tag`: a sender that ran another
+  // operation (whose tag is another fingerprint) is an error instead of bytes taken for this operation's.
   std::size_t post_recv(MPI_Comm comm, std::byte* data, std::size_t bytes, int peer, int tag, std::size_t message,
-                        std::size_t max_chunk, const char* api) {
+                        std::size_t max_chunk, const char* api, bool check_tag = false) {
     const std::size_t n = chunk_count(bytes, max_chunk);
     reserve_more(n);
     for (std::size_t i = 0; i < n; ++i) {
       const Chunk c = chunk_at(bytes, max_chunk, i);
       const int count = to_mpi_count(c.bytes, api);
       MPI_Request r = MPI_REQUEST_NULL;
-      DARRAY_MPI_CHECK(MPI_Irecv(data + c.offset, count, MPI_BYTE, peer, tag, comm, &r));
-      push(r, Posted{message, count, peer});
+      DARRAY_MPI_CHECK(MPI_Irecv(data + c.offset, count, MPI_BYTE, peer, check_tag ? MPI_ANY_TAG : tag, comm, &r));
+      push(r, Posted{message, count, peer, check_tag ? tag : -1});
     }
     return n;
   }
@@ -93,7 +95,13 @@ class RequestSet {
     for (int k = 0; k < outcount; ++k) {
       const Posted& p = m_posted[static_cast<std::size_t>(m_indices[static_cast<std::size_t>(k)])];
       if (p.expected < 0) continue;
-      check_received(m_statuses[static_cast<std::size_t>(k)], p.expected, p.peer, api);
+      const MPI_Status& st = m_statuses[static_cast<std::size_t>(k)];
+      DARRAY_THROW_IF(p.tag >= 0 && st.MPI_TAG != p.tag, InvalidArgument, api,
+                      "process " << p.peer << " sent data of another operation or of other arrays (message tag "
+                                 << st.MPI_TAG << ", expected " << p.tag
+                                 << "): the processes called different operations, or the same one with different "
+                                    "shapes, shardings or element types");
+      check_received(st, p.expected, p.peer, api);
       on_receive(p.message);
     }
   }
@@ -140,6 +148,7 @@ class RequestSet {
     std::size_t message;
     int expected;  // bytes for a receive chunk, -1 for a send chunk
     int peer;
+    int tag;  // the tag a receive chunk must carry, -1: not checked (posted with its tag)
   };
 
   // MPI_Waitsome, or with DARRAY_TIMEOUT_S set, MPI_Testsome until a request completes or the deadline (counted

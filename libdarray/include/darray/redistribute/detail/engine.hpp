@@ -512,17 +512,20 @@ class MoveEngine {
       if (!m_colors.empty()) t = &t->group(m_colors);
       const ProcessGroup* group = m_colors.empty() ? nullptr : &process_group(m_colors);
       auto rank_of = [&](int process) { return group != nullptr ? group->group_rank_of(process) : process; };
+      // Each peer's message is tagged with the fingerprint of its pieces and the element type, as on the host path.
       ExchangePlan xplan;
       std::size_t off = 0;
       for (const PeerMoves& p : m_list.sends) {
         const std::size_t bytes = byte_count(p.elements, sizeof(T), m_api);
-        xplan.sends.push_back(PeerBytes{rank_of(p.process), off, bytes});
+        xplan.sends.push_back(
+            PeerBytes{rank_of(p.process), off, bytes, message_tag(peer_fingerprint(p), dtype_code<T>())});
         off += bytes;
       }
       off = 0;
       for (const PeerMoves& p : m_list.recvs) {
         const std::size_t bytes = byte_count(p.elements, sizeof(T), m_api);
-        xplan.recvs.push_back(PeerBytes{rank_of(p.process), off, bytes});
+        xplan.recvs.push_back(
+            PeerBytes{rank_of(p.process), off, bytes, message_tag(peer_fingerprint(p), dtype_code<T>())});
         off += bytes;
       }
       ExchangeOptions options;
