@@ -11,10 +11,11 @@
 #   netns-cluster.sh exec    --state DIR NODE CMD...        run CMD inside NODE (head, n0, n1, ...), environment kept
 #   netns-cluster.sh rsh     --state DIR HOST CMD...        Open MPI's rsh agent: run the shell command CMD on HOST
 #                                                           (a hostname) with a login-like environment, as ssh would
-#   netns-cluster.sh mpirun  --state DIR MPIRUN-ARGS...     mpirun in the head namespace, onto the nodes' hostfile
+#   netns-cluster.sh mpirun  --state DIR [--nodes K] ARGS... mpirun in the head namespace, onto the first K nodes
 #   netns-cluster.sh counters --state DIR                   bytes received/sent by each node's link (one line each)
 #   netns-cluster.sh check-root                             exit 77 with the reason when namespaces cannot be made
 #
+# mpirun's transports are NETNS_CLUSTER_BTL (default self,vader,tcp; TCP only on the test subnet).
 # Names: namespaces dacl-<tag>-{sw,head,n0,n1,...} (tag: 4 hex digits, in DIR/tag), hostnames dacl-head, dacl-n0, ...
 # subnet 10.199.19.0/24 (head .1, node i .(10+i)). Everything is found again from DIR, so stop works from any shell.
 set -u -o pipefail
@@ -131,12 +132,16 @@ rsh() {  # rsh HOST CMD...: what ssh HOST CMD would do: a fresh environment, CMD
     /bin/sh -c "$*"
 }
 
-mpirun_in_head() {
+mpirun_in_head() {  # [--nodes K] ARGS...: onto the first K nodes (default all)
+  local k
+  k=$(wc -l <"$state/nodes")
+  [ "${1:-}" = --nodes ] && { k=$2; shift 2; }
+  head -n "$k" "$state/hostfile" >"$state/hostfile.$k"
   # The agent is a file (Open MPI runs it as "agent host command"); it brings the state directory along.
   printf '#!/bin/sh\nexec %q rsh --state %q "$@"\n' "$self" "$state" >"$state/agent.sh"
   chmod 755 "$state/agent.sh"
-  enter head mpirun --hostfile "$state/hostfile" --mca plm_rsh_agent "$state/agent.sh" --mca plm_rsh_no_tree_spawn 1 \
-    --mca btl self,vader,tcp --mca btl_tcp_if_include "$subnet_prefix.0/24" \
+  enter head mpirun --hostfile "$state/hostfile.$k" --mca plm_rsh_agent "$state/agent.sh" --mca plm_rsh_no_tree_spawn 1 \
+    --mca btl "${NETNS_CLUSTER_BTL:-self,vader,tcp}" --mca btl_tcp_if_include "$subnet_prefix.0/24" \
     --mca oob_tcp_if_include "$subnet_prefix.0/24" "$@"
 }
 

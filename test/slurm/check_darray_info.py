@@ -1,12 +1,15 @@
 #!/usr/bin/python3
-"""Checks `darray-info --json` output of a Slurm-launched job (one JSON object per process, process order).
+"""Checks `darray-info --json` output of a job (one JSON object per process, process order).
 
-Every process must report: Slurm as its launcher; MPI rank == SLURM_PROCID == the launcher's rank; MPI node-local
-rank (MPI_Comm_split_type SHARED) == SLURM_LOCALID == the launcher's local rank; the expected process and device
-counts; dense process-major device ids. With --distinct-gpus, every process must also have been bound to its own
-single GPU (CUDA_VISIBLE_DEVICES set by srun --gpus-per-task=1).
+Every process must report: the expected launcher (Slurm by default); MPI rank == the launcher's rank (and, under
+Slurm, == SLURM_PROCID); MPI node-local rank (MPI_Comm_split_type SHARED) == the launcher's local rank (and, under
+Slurm, == SLURM_LOCALID); the expected process and device counts; dense process-major device ids. With --nodes N,
+the processes must sit in blocks of processes/N per node (process p on node p // ppn, one hostname per node, all
+different), with local rank p % ppn and local process count ppn. With --distinct-gpus, every process must also have
+been bound to its own single GPU (CUDA_VISIBLE_DEVICES set by srun --gpus-per-task=1).
 
-usage: check_darray_info.py --processes N --host-devices D [--distinct-gpus] FILE
+usage: check_darray_info.py --processes N --host-devices D [--nodes K] [--launcher slurm|openmpi] [--distinct-gpus]
+                            FILE
 """
 import argparse
 import json
@@ -18,6 +21,8 @@ def main() -> int:
     ap.add_argument("--processes", type=int, required=True)
     ap.add_argument("--host-devices", type=int, required=True)
     ap.add_argument("--distinct-gpus", action="store_true")
+    ap.add_argument("--nodes", type=int, default=0)
+    ap.add_argument("--launcher", default="slurm")
     ap.add_argument("file")
     args = ap.parse_args()
 
@@ -33,6 +38,10 @@ def main() -> int:
     expect("number of JSON lines (processes reporting)", len(lines), args.processes)
     total = args.processes * args.host_devices
     gpus = []
+    ppn = args.processes // args.nodes if args.nodes else 0
+    if args.nodes and ppn * args.nodes != args.processes:
+        errors.append(f"--processes {args.processes} is not a multiple of --nodes {args.nodes}")
+    hosts = {}
     for p, line in enumerate(lines):
         try:
             r = json.loads(line)
@@ -42,24 +51,36 @@ def main() -> int:
         tag = f"process {p}"
         expect(f"{tag}: process (order)", r["process"], p)
         expect(f"{tag}: process_count", r["process_count"], args.processes)
-        expect(f"{tag}: launcher", r["launcher"], "slurm")
-        expect(f"{tag}: SLURM_PROCID", r["slurm_procid"], str(p))
+        expect(f"{tag}: launcher", r["launcher"], args.launcher)
         expect(f"{tag}: launcher_rank", r["launcher_rank"], p)
         expect(f"{tag}: launcher_size", r["launcher_size"], args.processes)
-        if r["slurm_localid"] is None:
-            errors.append(f"{tag}: SLURM_LOCALID not set")
-        else:
-            expect(f"{tag}: MPI local rank vs SLURM_LOCALID", str(r["local_rank"]), r["slurm_localid"])
+        if args.launcher == "slurm":
+            expect(f"{tag}: SLURM_PROCID", r["slurm_procid"], str(p))
+            if r["slurm_localid"] is None:
+                errors.append(f"{tag}: SLURM_LOCALID not set")
+            else:
+                expect(f"{tag}: MPI local rank vs SLURM_LOCALID", str(r["local_rank"]), r["slurm_localid"])
         expect(f"{tag}: launcher_local_rank vs MPI local rank", r["launcher_local_rank"], r["local_rank"])
+        if ppn:
+            node = p // ppn
+            hosts.setdefault(node, set()).add(r["hostname"])
+            expect(f"{tag}: local rank on node {node}", r["local_rank"], p % ppn)
+            expect(f"{tag}: local process count on node {node}", r["local_process_count"], ppn)
         expect(f"{tag}: backend", r["backend"], "mpi")
         expect(f"{tag}: global_device_count", r["global_device_count"], total)
         ids = [d["id"] for d in r["local_devices"]]
         want = list(range(p * args.host_devices, (p + 1) * args.host_devices))
         expect(f"{tag}: local device ids", ids, want)
         gpus.append(r["cuda_visible_devices"])
-        print(f"process {p}: host {r['hostname']} SLURM_PROCID={r['slurm_procid']} SLURM_LOCALID={r['slurm_localid']} "
-              f"MPI local rank {r['local_rank']} launcher {r['launcher']} devices {ids}"
+        print(f"process {p}: host {r['hostname']} local rank {r['local_rank']}/{r['local_process_count']} "
+              + (f"SLURM_PROCID={r['slurm_procid']} SLURM_LOCALID={r['slurm_localid']} " if args.launcher == "slurm" else "")
+              + f"MPI local rank {r['local_rank']} launcher {r['launcher']} devices {ids}"
               + (f" CUDA_VISIBLE_DEVICES={r['cuda_visible_devices']}" if args.distinct_gpus else ""))
+    if ppn:
+        names = [sorted(hosts.get(k, set())) for k in range(args.nodes)]
+        flat = [n for ns in names for n in ns]
+        if any(len(ns) != 1 for ns in names) or len(set(flat)) != args.nodes:
+            errors.append(f"expected one distinct hostname per node, {ppn} processes each; hostnames by node: {names}")
     if args.distinct_gpus:
         # The test cluster binds without cgroups, so Slurm hands each task the global index of its GPU: expect
         # one index per process, all different.
@@ -70,7 +91,8 @@ def main() -> int:
         print("ERROR:", e)
     if errors:
         return 1
-    print(f"OK: {args.processes} processes, {total} devices, Slurm and MPI agree on ranks and local ranks")
+    where = f" on {args.nodes} nodes ({', '.join(sorted(hosts[k].pop() for k in hosts))})" if ppn else ""
+    print(f"OK: {args.processes} processes{where}, {total} devices, {args.launcher} and MPI agree on ranks and local ranks")
     return 0
 
 
