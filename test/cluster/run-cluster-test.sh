@@ -12,7 +12,10 @@
 #       data crossing between the nodes (and not for the one-node run).
 #   run-cluster-test.sh node-loss --probe cluster_probe
 #       2x2x1 in a reshard loop; every process of node dacl-n1 (its orted and ranks) is killed, as a crashed node:
-#       the launch must end non-zero within 60 s and the output must name the lost processes.
+#       the launch must end non-zero within 60 s and the output must name the lost node and the processes it ran.
+#   run-cluster-test.sh link-loss --probe cluster_probe
+#       the same, but dacl-n1's link goes down instead (its processes live on, unreachable): the survivors' error
+#       names the processes they waited for (DARRAY_TIMEOUT_S) and mpirun ends the launch (TCP keepalive).
 # Skips (exit 77, reason printed) only when not root or when network namespaces cannot be created.
 set -u -o pipefail
 
@@ -68,7 +71,8 @@ mpi() {
     -x OMPI_MCA_btl_vader_single_copy_mechanism -x "DARRAY_HOST_DEVICE_COUNT=$devices" \
     -x DARRAY_SHUTDOWN_TIMEOUT_S -x DARRAY_TIMEOUT_S "$@"
 }
-export DARRAY_SHUTDOWN_TIMEOUT_S=${DARRAY_SHUTDOWN_TIMEOUT_S:-30} DARRAY_TIMEOUT_S=${DARRAY_TIMEOUT_S:-0}
+# A process whose peers do not answer gives up after DARRAY_TIMEOUT_S (10 s here; off by default) naming them.
+export DARRAY_SHUTDOWN_TIMEOUT_S=${DARRAY_SHUTDOWN_TIMEOUT_S:-30} DARRAY_TIMEOUT_S=${DARRAY_TIMEOUT_S:-10}
 
 bytes() {  # total bytes sent by the nodes' links
   bash "$cluster" counters --state "$state" | awk '{s += $6} END {print s}'
@@ -136,18 +140,32 @@ exchange() {
   done
 }
 
-node_loss() {
-  local start pid rc elapsed elapsed_ms victims
-  say "2 nodes x 2 processes: reshard loop; then every process of dacl-n1 is killed"
-  mpi 2 2 1 "$probe" loop --seconds 100 >"$out/loss" 2>&1 &
+node_loss() {  # node_loss kill|link
+  local how=$1 pid rc start elapsed elapsed_ms victims ns
+  ns=dacl-$(cat "$state/tag")-n1
+  say "2 nodes x 2 processes x 1 device: reshard loop; then node dacl-n1 is lost ($how)"
+  DARRAY_TIMEOUT_S=3 OMPI_MCA_oob_tcp_keepalive_time=5 OMPI_MCA_oob_tcp_keepalive_intvl=2 OMPI_MCA_oob_tcp_keepalive_probes=3 \
+    mpi 2 2 1 "$probe" loop --steps 1000000 >"$out/loss" 2>&1 &
   pid=$!
   for i in $(seq 1 300); do grep -q "loop: resharding" "$out/loss" && break; sleep 0.1; done
   grep -q "loop: resharding" "$out/loss" || { cat "$out/loss"; fail "the loop did not start"; }
-  victims=$(ip netns pids "dacl-$(cat "$state/tag")-n1" | tr '\n' ' ')
-  say "killing every process of dacl-n1: $(ps -o pid=,comm= -p "${victims// /,}" | tr -s ' \n' ' ')"
   start=$(date +%s%N)
-  # shellcheck disable=SC2086
-  kill -KILL $victims
+  if [ "$how" = kill ]; then
+    # A crashed node: its orted and ranks die at once (the holder of its namespaces stays).
+    victims=$(ip netns pids "$ns" | grep -vx "$(cat "$state/n1.pid")" | tr '\n' ' ')
+    say "killing every process of dacl-n1:$(for p in $victims; do echo -n " $p $(cat /proc/$p/comm 2>/dev/null)"; done)"
+    # shellcheck disable=SC2086
+    kill -KILL $victims
+  else
+    # A cut cable: the processes live on, but nothing reaches them any more, and no connection is closed. Open MPI
+    # 4.1's daemons have no heartbeat: mpirun notices only through TCP keepalive on its connections to the daemons
+    # (oob_tcp_keepalive_*, default: first probe after 300 s idle), here shortened to 5 s + 3 probes 2 s apart.
+    # The survivors stop waiting after DARRAY_TIMEOUT_S=3 s and name the processes they waited for. mpirun must
+    # notice before any process calls MPI_Abort (darray::run does after 10 s more): an abort in progress queues
+    # data to the lost daemon, its keepalive never fires, and mpirun 4.1.4 waits for it forever (seen here).
+    say "dacl-n1: ip link set eth0 down"
+    ip -n "$ns" link set eth0 down
+  fi
   wait $pid
   rc=$?
   elapsed_ms=$((($(date +%s%N) - start) / 1000000))
@@ -159,14 +177,24 @@ node_loss() {
   [ $rc != 124 ] && [ $rc != 137 ] || fail "the launch did not end by itself (timeout)"
   [ "$elapsed_ms" -lt 60000 ] || fail "the launch took ${elapsed} s to end (limit 60 s)"
   grep -q "finished the loop without noticing" "$out/loss" && fail "a survivor finished its loop"
-  grep -qE "dacl-n1" "$out/loss" || fail "the output does not name the lost node dacl-n1"
+  grep -q "^loop: process 2 on dacl-n1$" "$out/loss" && grep -q "^loop: process 3 on dacl-n1$" "$out/loss" ||
+    fail "the output does not say that processes 2 and 3 ran on dacl-n1"
+  if [ "$how" = kill ]; then
+    # Open MPI names the node whose daemon it lost; the lines above name the processes that ran there.
+    grep -qE "Remote daemon: .* on node dacl-n1" "$out/loss" || fail "the output does not name the lost node dacl-n1"
+  else
+    # The library's deadline names the processes a survivor waited for in vain.
+    grep -qE "waiting for process(es)? [23](, [23])?;" "$out/loss" ||
+      fail "no DARRAY_TIMEOUT_S message names process 2 or 3"
+  fi
   say "PASS: lost node named, launch ended with status $rc in ${elapsed} s"
 }
 
 case $scenario in
   layouts) [ -x "$info" ] && [ -x "$probe" ] || fail "layouts needs --info and --probe"; layouts ;;
   exchange) [ -x "$allreduce" ] && [ -x "$probe" ] || fail "exchange needs --allreduce and --probe"; exchange ;;
-  node-loss) [ -x "$probe" ] || fail "node-loss needs --probe"; node_loss ;;
+  node-loss | link-loss) [ -x "$probe" ] || fail "$scenario needs --probe"
+    [ $scenario = node-loss ] && node_loss kill || node_loss link ;;
   *) fail "unknown scenario '$scenario' (layouts, exchange, node-loss)" ;;
 esac
 say "PASS ($scenario)"
