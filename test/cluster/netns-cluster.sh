@@ -6,7 +6,10 @@
 # namespace), so Open MPI and Slurm see separate hosts: processes on different nodes talk over TCP through the veth
 # links, processes on one node over shared memory (/dev/shm is still shared, as on a real node).
 #
-#   netns-cluster.sh start   --state DIR [--nodes N]        create the cluster (prints its layout); DIR must not exist
+#   netns-cluster.sh start   --state DIR [--nodes N] [--node-local D]
+#                                                           create the cluster (prints its layout); DIR must not exist.
+#                                                           D (an existing directory) becomes node-local: each node
+#                                                           sees its own empty one there, as a real node's /tmp
 #   netns-cluster.sh stop    --state DIR                    kill every process in its namespaces, delete them
 #   netns-cluster.sh exec    --state DIR NODE CMD...        run CMD inside NODE (head, n0, n1, ...), environment kept
 #   netns-cluster.sh rsh     --state DIR HOST CMD...        Open MPI's rsh agent: run the shell command CMD on HOST
@@ -55,7 +58,7 @@ addr_of() {
 holder_of() { cat "$state/$1.pid"; }
 
 start() {
-  local nodes=$1 tag sw i n
+  local nodes=$1 node_local=$2 tag sw i n local_mount
   [ -e "$state" ] && die "state directory $state exists already"
   mkdir -p "$state" || die "cannot create $state"
   tag=$(od -An -N2 -tx2 /dev/urandom | tr -d ' ')
@@ -87,10 +90,19 @@ start() {
     ip -n "$ns" link set lo up
     ip -n "$ns" addr add "$(addr_of "$n")/24" dev eth0
     ip -n "$ns" link set eth0 up
-    # The holder: a process that keeps the node's UTS and mount namespaces (own hostname, own /etc/hosts, /sys
-    # showing the node's interfaces). Everything later enters its namespaces with nsenter.
-    setsid ip netns exec "$ns" unshare --uts --mount --propagation private /bin/sh -c "
-      hostname $(host_of "$n") && mount --bind '$state/hosts' /etc/hosts && echo \$\$ >'$state/$n.pid.tmp' &&
+    # The holder: a process that keeps the node's UTS and mount namespaces (own hostname, own /etc/hosts, a /sys
+    # showing the node's interfaces, with the host's cgroup tree moved into it as slurmd needs it). Everything later
+    # enters its namespaces with nsenter.
+    mkdir "$state/$n.cgroup"
+    local_mount=true
+    if [ -n "$node_local" ]; then
+      mkdir "$state/$n.local"
+      local_mount="mount --bind '$state/$n.local' '$node_local'"
+    fi
+    setsid nsenter --net="/run/netns/$ns" unshare --uts --mount --propagation private /bin/sh -c "
+      hostname $(host_of "$n") && mount --bind '$state/hosts' /etc/hosts &&
+      mount --rbind /sys/fs/cgroup '$state/$n.cgroup' && mount -t sysfs sysfs /sys &&
+      mount --move '$state/$n.cgroup' /sys/fs/cgroup && $local_mount && echo \$\$ >'$state/$n.pid.tmp' &&
       mv '$state/$n.pid.tmp' '$state/$n.pid' && exec sleep infinity" </dev/null >"$state/$n.holder.log" 2>&1 &
     [ "$n" != head ] && echo "$(host_of "$n")" >>"$state/hostfile"
   done
@@ -111,7 +123,7 @@ start() {
   echo "netns-cluster: tag $tag, subnet $subnet_prefix.0/24, state $state"
   for n in head $(node_names); do
     echo "  $(host_of "$n")  $(addr_of "$n")  namespace $(ns_of "$n")  holder pid $(holder_of "$n")" \
-      "hostname '$(enter "$n" hostname)'"
+      "hostname '$(enter "$n" hostname)', interfaces $(enter "$n" ls /sys/class/net | tr '\n' ' ')"
   done
 }
 
@@ -119,7 +131,8 @@ enter() {  # enter NODE CMD...: CMD in NODE's network, UTS and mount namespaces,
   local n=$1
   shift
   [ -s "$state/$n.pid" ] || die "no node '$n' in $state"
-  nsenter --target "$(holder_of "$n")" --net --uts --mount --wd="$PWD" -- "$@"
+  # exec: the caller's process becomes CMD (a daemon started through "exec" keeps the pid its starter saw).
+  exec nsenter --target "$(holder_of "$n")" --net --uts --mount --wd="$PWD" -- "$@"
 }
 
 rsh() {  # rsh HOST CMD...: what ssh HOST CMD would do: a fresh environment, CMD run by a shell
@@ -190,10 +203,16 @@ fi
 case $cmd in
   check-root) check_root ;;
   start)
-    nodes=2
-    [ "${1:-}" = --nodes ] && { nodes=$2; shift 2; }
+    nodes=2 node_local=
+    while [ $# -gt 0 ]; do
+      case $1 in
+        --nodes) nodes=$2; shift 2 ;;
+        --node-local) node_local=$(cd "$2" && pwd) || die "--node-local: no directory '$2'"; shift 2 ;;
+        *) die "start: unknown argument '$1'" ;;
+      esac
+    done
     [ -n "$state" ] || die "start: --state DIR is required"
-    start "$nodes"
+    start "$nodes" "$node_local"
     ;;
   stop) stop ;;
   exec) enter "$@" ;;
