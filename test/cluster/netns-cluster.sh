@@ -6,10 +6,12 @@
 # namespace), so Open MPI and Slurm see separate hosts: processes on different nodes talk over TCP through the veth
 # links, processes on one node over shared memory (/dev/shm is still shared, as on a real node).
 #
-#   netns-cluster.sh start   --state DIR [--nodes N] [--node-local D]
+#   netns-cluster.sh start   --state DIR [--nodes N] [--node-local D] [--owner PID]
 #                                                           create the cluster (prints its layout); DIR must not exist.
 #                                                           D (an existing directory) becomes node-local: each node
-#                                                           sees its own empty one there, as a real node's /tmp
+#                                                           sees its own empty one there, as a real node's /tmp.
+#                                                           PID (default: the caller) owns the cluster: the next
+#                                                           start removes clusters whose owner is gone
 #   netns-cluster.sh stop    --state DIR                    kill every process in its namespaces, delete them
 #   netns-cluster.sh exec    --state DIR NODE CMD...        run CMD inside NODE (head, n0, n1, ...), environment kept
 #   netns-cluster.sh rsh     --state DIR HOST CMD...        Open MPI's rsh agent: run the shell command CMD on HOST
@@ -26,6 +28,9 @@ set -u -o pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 self=$here/$(basename "${BASH_SOURCE[0]}")
 subnet_prefix=10.199.19
+# Running clusters: one file per tag, "owner-pid owner-start-time state-dir".
+registry=/run/dacl-netns-cluster
+owner=$PPID
 export PATH="$PATH:/usr/sbin:/sbin"
 
 die() { echo "netns-cluster: $*" >&2; exit 1; }
@@ -60,10 +65,12 @@ holder_of() { cat "$state/$1.pid"; }
 start() {
   local nodes=$1 node_local=$2 tag sw i n local_mount
   [ -e "$state" ] && die "state directory $state exists already"
-  mkdir -p "$state" || die "cannot create $state"
+  mkdir -p "$state" "$registry" || die "cannot create $state"
+  reap
   tag=$(od -An -N2 -tx2 /dev/urandom | tr -d ' ')
   while ip netns list | grep -q "^dacl-$tag-"; do tag=$(od -An -N2 -tx2 /dev/urandom | tr -d ' '); done
   echo "$tag" >"$state/tag"
+  echo "$owner $(start_time "$owner") $state" >"$registry/$tag"
   : >"$state/nodes"
   for ((i = 0; i < nodes; i++)); do echo "n$i" >>"$state/nodes"; done
 
@@ -153,7 +160,9 @@ mpirun_in_head() {  # [--nodes K] ARGS...: onto the first K nodes (default all)
   # The agent is a file (Open MPI runs it as "agent host command"); it brings the state directory along.
   printf '#!/bin/sh\nexec %q rsh --state %q "$@"\n' "$self" "$state" >"$state/agent.sh"
   chmod 755 "$state/agent.sh"
-  enter head mpirun --hostfile "$state/hostfile.$k" --mca plm_rsh_agent "$state/agent.sh" --mca plm_rsh_no_tree_spawn 1 \
+  # Open MPI's session directories (one per host name) go under DIR, so a node lost with its daemon leaves none.
+  mkdir -p "$state/tmp"
+  enter head mpirun --mca orte_tmpdir_base "$state/tmp" --hostfile "$state/hostfile.$k" --mca plm_rsh_agent "$state/agent.sh" --mca plm_rsh_no_tree_spawn 1 \
     --mca btl "${NETNS_CLUSTER_BTL:-self,vader,tcp}" --mca btl_tcp_if_include "$subnet_prefix.0/24" \
     --mca oob_tcp_if_include "$subnet_prefix.0/24" "$@"
 }
@@ -166,31 +175,56 @@ counters() {
   done
 }
 
-stop() {
-  local tag ns p n left=0
-  [ -f "$state/tag" ] || return 0
-  tag=$(cat "$state/tag")
-  # Every process inside any of our namespaces (holders, orted, ranks, slurmd, ...): TERM, then KILL.
+# Kills every process inside the namespaces dacl-TAG-* (holders, orted, ranks, slurmd, ...: TERM, then KILL) and
+# deletes the namespaces (their veth ends and the bridge go with them).
+stop_tag() {
+  local tag=$1 ns p sig i left=0
+  our_namespaces() { ip netns list | awk -v t="dacl-$tag-" 'index($1, t) == 1 {print $1}'; }
   for sig in TERM KILL; do
-    for ns in $(ip netns list | awk -v t="dacl-$tag-" 'index($1, t) == 1 {print $1}'); do
+    for ns in $(our_namespaces); do
       for p in $(ip netns pids "$ns" 2>/dev/null); do kill -"$sig" "$p" 2>/dev/null; done
     done
     for i in $(seq 1 20); do
-      p=$(ip netns list | awk -v t="dacl-$tag-" 'index($1, t) == 1 {print $1}' | while read -r ns; do ip netns pids "$ns"; done)
-      [ -z "$p" ] && break
+      [ -z "$(for ns in $(our_namespaces); do ip netns pids "$ns"; done)" ] && break
       sleep 0.1
     done
   done
-  for ns in $(ip netns list | awk -v t="dacl-$tag-" 'index($1, t) == 1 {print $1}'); do
-    ip netns del "$ns" || left=1
-  done
-  if ip netns list | grep -q "^dacl-$tag-"; then
-    echo "netns-cluster: namespaces left behind: $(ip netns list | grep "^dacl-$tag-" | tr '\n' ' ')" >&2
+  for ns in $(our_namespaces); do ip netns del "$ns" || left=1; done
+  if [ -n "$(our_namespaces)" ]; then
+    echo "netns-cluster: namespaces left behind: $(our_namespaces | tr '\n' ' ')" >&2
     left=1
   fi
+  rm -f "$registry/$tag"
+  rmdir "$registry" 2>/dev/null
+  return $left
+}
+
+stop() {
+  local tag rc
+  [ -f "$state/tag" ] || return 0
+  tag=$(cat "$state/tag")
+  stop_tag "$tag"
+  rc=$?
   rm -f "$state"/*.pid
   echo "netns-cluster: stopped (tag $tag)"
-  return $left
+  return $rc
+}
+
+# A cluster whose owner (the shell that started it) is gone was left by a test that was killed before its trap ran
+# (ctest's timeout sends SIGKILL): remove it before starting a new one. Owners are told apart from a reused pid by
+# their start time.
+start_time() { awk '{print $22}' "/proc/$1/stat" 2>/dev/null; }
+reap() {
+  local f tag pid started
+  for f in "$registry"/*; do
+    [ -f "$f" ] || continue
+    tag=$(basename "$f")
+    read -r pid started _ <"$f"
+    if [ "$(start_time "$pid")" != "$started" ]; then
+      echo "netns-cluster: removing cluster $tag, left behind by process $pid (gone)" >&2
+      stop_tag "$tag"
+    fi
+  done
 }
 
 cmd=${1:-}
@@ -207,6 +241,7 @@ case $cmd in
     while [ $# -gt 0 ]; do
       case $1 in
         --nodes) nodes=$2; shift 2 ;;
+        --owner) owner=$2; shift 2 ;;
         --node-local) node_local=$(cd "$2" && pwd) || die "--node-local: no directory '$2'"; shift 2 ;;
         *) die "start: unknown argument '$1'" ;;
       esac
