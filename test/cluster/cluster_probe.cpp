@@ -6,12 +6,12 @@
 //   cluster_probe loop      reshards until killed (at most --steps pairs), so a node can be lost in the middle of one
 // The hashes are FNV-1a over the bytes of the whole gathered array: the same program on one node and across nodes
 // must print the same hashes (bit-exact), and the reshard hash must be the one of the expected values.
+#include <unistd.h>
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <unistd.h>
 #include <darray/darray.hpp>
 #include <iostream>
 #include <sstream>
@@ -63,17 +63,17 @@ int reshard_chain() {
   const darray::Mesh mesh = mesh_2d();
   const darray::Shape shape{24, 18, 20};
   // x, y and z pencils, a replicated-along-"c" layout, the transposed mesh order, and back.
-  const std::vector<darray::PartitionSpec> chain{P(none, "r", "c"), P("r", none, "c"), P("r", "c", none),
-                                                 P("c", "r", none), P("r"),             P(darray::axes("r", "c")),
-                                                 P(none, "r", "c")};
+  const std::vector<darray::PartitionSpec> chain{
+      P(none, "r", "c"),         P("r", none, "c"), P("r", "c", none), P("c", "r", none), P("r"),
+      P(darray::axes("r", "c")), P(none, "r", "c")};
   auto a = make_values(shape, darray::NamedSharding(mesh, chain[0]));
   for (std::size_t i = 1; i < chain.size(); ++i) a = darray::reshard(a, darray::NamedSharding(mesh, chain[i]));
   const std::vector<double> got = darray::process_allgather(a);
   std::vector<double> want(got.size());
   for (std::size_t f = 0; f < want.size(); ++f) want[f] = value_at(static_cast<int64_t>(f));
   std::ostringstream os;
-  os << "reshard chain: " << chain.size() - 1 << " reshards of " << darray::shape_to_string(shape) << " float64 on mesh "
-     << mesh.to_string() << ", " << darray::process_count() << " processes\n"
+  os << "reshard chain: " << chain.size() - 1 << " reshards of " << darray::shape_to_string(shape)
+     << " float64 on mesh " << mesh.to_string() << ", " << darray::process_count() << " processes\n"
      << "reshard hash " << hex(fnv1a(got)) << " expected " << hex(fnv1a(want)) << (got == want ? " ok" : " WRONG")
      << "\n";
   print_root(os.str());
@@ -119,8 +119,7 @@ int local_report(int gpus) {
      << "\", \"local_rank\": " << darray::local_process_index()
      << ", \"local_process_count\": " << darray::local_process_count()
      << ", \"launcher_local_rank\": " << darray::launcher().local_rank << ", \"gpu_ordinal\": "
-     << darray::detail::select_gpu_ordinal({}, "DARRAY_LOCAL_DEVICE_IDS", darray::local_process_index(), gpus)
-     << "}\n";
+     << darray::detail::select_gpu_ordinal({}, "DARRAY_LOCAL_DEVICE_IDS", darray::local_process_index(), gpus) << "}\n";
   darray::print_in_process_order(os.str());
   return 0;
 }

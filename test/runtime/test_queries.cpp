@@ -74,6 +74,5 @@ TEST_CASE("select_gpu_ordinal: local rank modulo the visible GPUs, or the one or
   CHECK(select_gpu_ordinal({2}, "DARRAY_LOCAL_DEVICE_IDS", 0, 4) == 2);
   CHECK_THROWS_WITH(select_gpu_ordinal({4}, "DARRAY_LOCAL_DEVICE_IDS", 0, 4),
                     Catch::Contains("GPU 4 requested but only 4 GPU(s) are visible"));
-  CHECK_THROWS_WITH(select_gpu_ordinal({0, 1}, "DARRAY_LOCAL_DEVICE_IDS", 0, 4),
-                    Catch::Contains("selects 2 GPUs"));
+  CHECK_THROWS_WITH(select_gpu_ordinal({0, 1}, "DARRAY_LOCAL_DEVICE_IDS", 0, 4), Catch::Contains("selects 2 GPUs"));
 }
