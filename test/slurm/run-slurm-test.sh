@@ -168,8 +168,9 @@ say "work directory $work"
 if [ -n "$netns" ]; then
   # PMIx's per-step directory (mpi.conf below) is node-local on a real cluster: each node gets its own.
   bash "$netns" start --state "$work/cluster" --nodes 2 --node-local "$work/pmix" || fail "the netns cluster did not start"
-  # MPI between the nodes over the test subnet only.
-  export OMPI_MCA_btl_tcp_if_include=10.199.19.0/24
+  # MPI between the nodes over the test subnet only; Open MPI's session directories (named after the host, the
+  # same in every such cluster) in our tree.
+  export OMPI_MCA_btl_tcp_if_include=10.199.19.0/24 OMPI_MCA_orte_tmpdir_base=$work/tmp
 fi
 
 # ---------------------------------------------------------------------------------------------------------- munge
