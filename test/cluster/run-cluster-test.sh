@@ -144,7 +144,7 @@ node_loss() {  # node_loss kill|link
   local how=$1 pid rc start elapsed elapsed_ms victims ns
   ns=dacl-$(cat "$state/tag")-n1
   say "2 nodes x 2 processes x 1 device: reshard loop; then node dacl-n1 is lost ($how)"
-  DARRAY_TIMEOUT_S=3 OMPI_MCA_oob_tcp_keepalive_time=5 OMPI_MCA_oob_tcp_keepalive_intvl=2 OMPI_MCA_oob_tcp_keepalive_probes=3 \
+  DARRAY_TIMEOUT_S=2 OMPI_MCA_oob_tcp_keepalive_time=3 OMPI_MCA_oob_tcp_keepalive_intvl=1 OMPI_MCA_oob_tcp_keepalive_probes=4 \
     mpi 2 2 1 "$probe" loop --steps 1000000 >"$out/loss" 2>&1 &
   pid=$!
   for i in $(seq 1 300); do grep -q "loop: resharding" "$out/loss" && break; sleep 0.1; done
@@ -159,10 +159,11 @@ node_loss() {  # node_loss kill|link
   else
     # A cut cable: the processes live on, but nothing reaches them any more, and no connection is closed. Open MPI
     # 4.1's daemons have no heartbeat: mpirun notices only through TCP keepalive on its connections to the daemons
-    # (oob_tcp_keepalive_*, default: first probe after 300 s idle), here shortened to 5 s + 3 probes 2 s apart.
-    # The survivors stop waiting after DARRAY_TIMEOUT_S=3 s and name the processes they waited for. mpirun must
-    # notice before any process calls MPI_Abort (darray::run does after 10 s more): an abort in progress queues
-    # data to the lost daemon, its keepalive never fires, and mpirun 4.1.4 waits for it forever (seen here).
+    # (oob_tcp_keepalive_*, default: first probe after 300 s idle), here 3 s idle + 4 probes 1 s apart: about 8
+    # s after the cut (measured). The survivors stop waiting after DARRAY_TIMEOUT_S=2 s and name the processes they
+    # waited for. mpirun must notice before any process calls MPI_Abort (darray::run does 10 s after the error, so
+    # 12 s after the cut): an abort in progress queues data to the lost daemon, its keepalive never fires, and
+    # mpirun 4.1.4 waits for it forever (seen here).
     say "dacl-n1: ip link set eth0 down"
     ip -n "$ns" link set eth0 down
   fi
