@@ -25,7 +25,7 @@ checker=$here/../slurm/check_darray_info.py
 python=/usr/bin/python3
 scenario=${1:-}
 shift || true
-info= allreduce= probe=
+info='' allreduce='' probe=''
 while [ $# -gt 0 ]; do
   case "$1" in
     --info) info=$2; shift 2 ;;
@@ -147,7 +147,7 @@ node_loss() {  # node_loss kill|link
   DARRAY_TIMEOUT_S=2 OMPI_MCA_oob_tcp_keepalive_time=3 OMPI_MCA_oob_tcp_keepalive_intvl=1 OMPI_MCA_oob_tcp_keepalive_probes=4 \
     mpi 2 2 1 "$probe" loop --steps 1000000 >"$out/loss" 2>&1 &
   pid=$!
-  for i in $(seq 1 300); do grep -q "loop: resharding" "$out/loss" && break; sleep 0.1; done
+  for _ in $(seq 1 300); do grep -q "loop: resharding" "$out/loss" && break; sleep 0.1; done
   grep -q "loop: resharding" "$out/loss" || { cat "$out/loss"; fail "the loop did not start"; }
   start=$(date +%s%N)
   if [ "$how" = kill ]; then
