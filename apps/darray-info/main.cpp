@@ -68,7 +68,7 @@ std::string json_string(const std::string& s) {
 std::string json_int(int v) { return v < 0 ? "null" : std::to_string(v); }
 std::string text_int(int v) { return v < 0 ? "?" : std::to_string(v); }
 
-// SLURM_PROCID / SLURM_LOCALID exactly as the process received them (null when unset), so a test can compare them
+// SLURM_PROCID / SLURM_LOCALID / SLURM_NODEID exactly as the process received them (null when unset), so a test can compare them
 // with MPI's numbering without trusting libdarray's own launcher detection.
 std::string json_env(const char* name) {
   const char* v = std::getenv(name);
@@ -120,6 +120,7 @@ std::string json_report() {
      << ", \"local_rank\": " << darray::local_process_index()
      << ", \"local_process_count\": " << darray::local_process_count()
      << ", \"slurm_procid\": " << json_env("SLURM_PROCID") << ", \"slurm_localid\": " << json_env("SLURM_LOCALID")
+     << ", \"slurm_nodeid\": " << json_env("SLURM_NODEID")
      << ", \"cuda_visible_devices\": " << json_env("CUDA_VISIBLE_DEVICES")
      << ", \"hostname\": " << json_string(host_name()) << ", \"backend\": " << json_string(darray::to_string(darray::backend()))
      << ", \"kokkos\": " << json_string(kokkos_description()) << ", \"local_devices\": [";
@@ -159,7 +160,7 @@ int main(int argc, char** argv) {
   app.add_flag("--json", json,
                "one JSON object per process, one per line, in process order (keys: process, process_count, launcher, "
                "launcher_rank, launcher_size, launcher_local_rank, local_rank, local_process_count, slurm_procid, "
-               "slurm_localid, cuda_visible_devices, hostname, backend, kokkos, local_devices, global_device_count)");
+               "slurm_localid, slurm_nodeid, cuda_visible_devices, hostname, backend, kokkos, local_devices, global_device_count)");
   app.add_flag("--all-devices", all_devices, "list every device even when there are more than 32");
   CLI11_PARSE(app, argc, argv);
 

@@ -64,3 +64,15 @@ TEST_CASE("barrier completes on every process") {
   for (int i = 0; i < 3; ++i) darray::barrier();
   REQUIRE(all_ok(true));
 }
+
+TEST_CASE("select_gpu_ordinal: local rank modulo the visible GPUs, or the one ordinal given") {
+  using darray::detail::select_gpu_ordinal;
+  // 2 nodes x 4 processes on 4 GPUs per node: the local ranks 0..3 of each node take GPUs 0..3.
+  for (int local = 0; local < 4; ++local) CHECK(select_gpu_ordinal({}, "DARRAY_LOCAL_DEVICE_IDS", local, 4) == local);
+  // More processes than GPUs on a node: they share round-robin.
+  CHECK(select_gpu_ordinal({}, "DARRAY_LOCAL_DEVICE_IDS", 5, 4) == 1);
+  CHECK(select_gpu_ordinal({2}, "DARRAY_LOCAL_DEVICE_IDS", 0, 4) == 2);
+  CHECK_THROWS_WITH(select_gpu_ordinal({4}, "DARRAY_LOCAL_DEVICE_IDS", 0, 4),
+                    Catch::Contains("GPU 4 requested but only 4 GPU(s) are visible"));
+  CHECK_THROWS_WITH(select_gpu_ordinal({0, 1}, "DARRAY_LOCAL_DEVICE_IDS", 0, 4), Catch::Contains("selects 2 GPUs"));
+}

@@ -45,6 +45,19 @@ struct LocalSetup {
   std::string backend = "mpi";
 };
 
+// The GPU a process drives: the one ordinal the ids give (DARRAY_LOCAL_DEVICE_IDS or the options), else its
+// node-local rank modulo the GPUs it sees, so the processes of a node spread over its GPUs whatever node they are on.
+inline int select_gpu_ordinal(const std::vector<int>& ids, const char* ids_name, int local_rank, int visible) {
+  if (ids.empty()) return local_rank % visible;
+  DARRAY_THROW_IF(ids.size() != 1, NotSupported, ids_name,
+                  "selects " << ids.size() << " GPUs; Kokkos drives one GPU per process, so give exactly one "
+                             "ordinal per process (launch one process per GPU)");
+  DARRAY_THROW_IF(ids[0] >= visible, InvalidArgument, ids_name,
+                  "GPU " << ids[0] << " requested but only " << visible << " GPU(s) are visible (ordinals 0.."
+                         << visible - 1 << ")");
+  return ids[0];
+}
+
 inline LocalSetup resolve_local_setup(const EnvironmentOptions& opt, int local_rank) {
   LocalSetup s;
   // Every variable is checked, even those the options override: a malformed value is never ignored.
@@ -71,17 +84,7 @@ inline LocalSetup resolve_local_setup(const EnvironmentOptions& opt, int local_r
                     "this build runs on GPUs (Kokkos " << kokkos_gpu_backend_name() << ") but no GPU is visible to process");
     s.kind = DeviceKind::cuda;
     s.device_count = 1;
-    if (ids.empty()) {
-      s.gpu_ordinal = local_rank % visible;
-    } else {
-      DARRAY_THROW_IF(ids.size() != 1, NotSupported, ids_name,
-                      "selects " << ids.size() << " GPUs; Kokkos drives one GPU per process, so give exactly one "
-                                 "ordinal per process (launch one process per GPU)");
-      DARRAY_THROW_IF(ids[0] >= visible, InvalidArgument, ids_name,
-                      "GPU " << ids[0] << " requested but only " << visible << " GPU(s) are visible (ordinals 0.."
-                             << visible - 1 << ")");
-      s.gpu_ordinal = ids[0];
-    }
+    s.gpu_ordinal = select_gpu_ordinal(ids, ids_name, local_rank, visible);
     s.backend = backend.empty() ? (nccl_compiled() ? "nccl" : "mpi") : backend;
   } else {
     DARRAY_THROW_IF(!ids.empty(), NotSupported, ids_name,
