@@ -280,8 +280,10 @@ int main(int argc, char** argv) {
           const double flops = (c.real ? 2.5 : 5.0) * points * std::log2(points);
           if (root) {
             char diff[32], wis[32], ratio[32];
-            std::snprintf(diff, sizeof diff, r.difference < 0 ? "%9s" : "%9.1e", r.difference < 0 ? 0.0 : r.difference);
-            if (r.difference < 0) std::snprintf(diff, sizeof diff, "%9s", "n/a");
+            if (r.difference < 0)
+              std::snprintf(diff, sizeof diff, "%9s", "n/a");
+            else
+              std::snprintf(diff, sizeof diff, "%9.1e", r.difference);
             if (r.wisdom_plan < 0) {
               std::snprintf(wis, sizeof wis, "%8s", "-");
               std::snprintf(ratio, sizeof ratio, "%7s", "-");

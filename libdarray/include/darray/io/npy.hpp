@@ -119,7 +119,7 @@ DistributedArray<T, N, MemorySpace> load_npy(const std::string& path, const Name
     if (file.handle() != MPI_FILE_NULL && latch.ok())
       detail::transfer_rounds(file.handle(), static_cast<MPI_Offset>(info.header.data_offset), rounds,
                               blocks.transfers(), false, latch);
-    file.finish(path, latch);
+    file.finish(latch);
   }
   latch.agree(comm);
   for (const detail::Block& b : distinct) detail::fill_replicas(shards, b);

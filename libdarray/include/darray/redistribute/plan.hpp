@@ -82,8 +82,8 @@ class ReshardPlan {
   // One color per process of the job when the exchange runs on mesh-axis-group sub-communicators, else empty.
   // Computed on first use (O(processes), once per plan); building the plan visits only this process's peers.
   const std::vector<int>& group_colors() const {
-    static const std::vector<int> none;
-    if (!m_groups) return none;
+    static const std::vector<int> no_colors;
+    if (!m_groups) return no_colors;
     std::call_once(m_groups->once,
                    [this] { m_groups->colors = detail::group_colors(m_src.mesh(), m_groups->stable_axes); });
     return m_groups->colors;

@@ -46,7 +46,7 @@ class LoadFile {
   MPI_File handle() const { return m_fh; }
 
   // After the reads: the file must be as it was when process 0 read the header (no write in between), then closes.
-  void finish(const std::string& path, IoLatch& latch) {
+  void finish(IoLatch& latch) {
     if (m_pinned && latch.ok()) {
       FileIdentity now;
       latch.run([&] { now = m_pinned->current(); });
