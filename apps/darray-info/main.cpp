@@ -121,7 +121,8 @@ std::string json_report() {
      << ", \"local_process_count\": " << darray::local_process_count()
      << ", \"slurm_procid\": " << json_env("SLURM_PROCID") << ", \"slurm_localid\": " << json_env("SLURM_LOCALID")
      << ", \"cuda_visible_devices\": " << json_env("CUDA_VISIBLE_DEVICES")
-     << ", \"hostname\": " << json_string(host_name()) << ", \"backend\": " << json_string(darray::to_string(darray::backend()))
+     << ", \"hostname\": " << json_string(host_name())
+     << ", \"backend\": " << json_string(darray::to_string(darray::backend()))
      << ", \"kokkos\": " << json_string(kokkos_description()) << ", \"local_devices\": [";
   const auto local = darray::local_devices();
   for (std::size_t i = 0; i < local.size(); ++i) {
