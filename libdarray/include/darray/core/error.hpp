@@ -1,6 +1,6 @@
 // darray::Error and its family. Every error names the API that raised it, the offending value and what was
 // expected; DARRAY_THROW adds file and line. Checks that can throw depend only on replicated metadata, so every
-// process throws the same error (see DESIGN.md "Consistency").
+// process throws the same error (see docs/design.md "Consistency").
 #pragma once
 
 #include <sstream>

@@ -1,5 +1,5 @@
 // darray::Environment: RAII start-up and shut-down of MPI, Kokkos and the device table, plus the process and
-// device queries of API.md. MPI and Kokkos are initialised only if the caller has not done so, and finalised
+// device queries of docs/api.md. MPI and Kokkos are initialised only if the caller has not done so, and finalised
 // (in reverse order) only if this Environment initialised them.
 #pragma once
 
