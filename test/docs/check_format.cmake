@@ -2,6 +2,7 @@
 # clang-format --dry-run --Werror with the repository's .clang-format over every tracked .hpp/.cpp of libdarray/,
 # test/, apps/ and bench/ (every such file on disk when the source tree is not a git checkout). Lists the files
 # that differ; `clang-format -i <file>` fixes one.
+cmake_minimum_required(VERSION 3.20)
 set(files)
 if(GIT AND EXISTS ${SOURCE_DIR}/.git)
   execute_process(COMMAND ${GIT} -C ${SOURCE_DIR} ls-files -- libdarray test apps bench

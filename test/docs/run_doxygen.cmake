@@ -1,6 +1,7 @@
 # cmake -DDOXYGEN=<exe> -DSOURCE_DIR=<repo> -DOUTPUT_DIR=<dir> -P run_doxygen.cmake
 # Runs docs/Doxyfile from the repository root with its output in OUTPUT_DIR, and fails on any warning or error line
 # (Doxygen's WARN_AS_ERROR=FAIL_ON_WARNINGS would stop at the first one; this lists them all).
+cmake_minimum_required(VERSION 3.20)
 file(READ ${SOURCE_DIR}/docs/Doxyfile config)
 file(REMOVE_RECURSE ${OUTPUT_DIR})
 file(MAKE_DIRECTORY ${OUTPUT_DIR})
