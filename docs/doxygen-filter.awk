@@ -1,4 +1,4 @@
-# Doxygen INPUT_FILTER for libdarray's headers (docs/Doxyfile): the headers document their API with plain `//`
+# Doxygen filter for libdarray's headers (FILTER_PATTERNS in docs/Doxyfile): the headers document their API with plain `//`
 # comments (STYLE.md: a header reads as API), so this turns them into documentation comments on the fly, leaving
 # every line where it is (warnings keep their line numbers):
 #   - the comment block that opens a file becomes the file's description (`/// \file <path>` on its first line);

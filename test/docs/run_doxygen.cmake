@@ -24,4 +24,19 @@ foreach(page classdarray_1_1NamedSharding.html classdarray_1_1DistributedArray.h
     message(FATAL_ERROR "doxygen wrote no ${OUTPUT_DIR}/html/${page}")
   endif()
 endforeach()
+# The headers' // comments are in it (docs/doxygen-filter.awk): a comment before a declaration, one after a member,
+# a file's opening lines; and the guide's programs keep their comments (the filter applies to headers only).
+foreach(check "structdarray_1_1MemoryStats.html|freed blocks kept for reuse"
+        "classdarray_1_1NamedSharding.html|Number of blocks along an array dim"
+        "environment_8hpp.html|RAII start-up and shut-down of MPI"
+        "md_docs_coming_from_jax.html|Device queries: which devices the job has")
+  string(REPLACE "|" ";" check "${check}")
+  list(GET check 0 page)
+  list(GET check 1 text)
+  file(READ ${OUTPUT_DIR}/html/${page} html)
+  string(FIND "${html}" "${text}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "${OUTPUT_DIR}/html/${page} does not contain \"${text}\"")
+  endif()
+endforeach()
 message("docs.doxygen: the API reference is in ${OUTPUT_DIR}/html/index.html, 0 warnings")
