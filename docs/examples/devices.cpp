@@ -11,7 +11,8 @@ int main(int argc, char** argv) {
     out << "Process " << p << " global devices : " << darray::devices() << "\n"
         << "Process " << p << " local devices : " << darray::local_devices() << "\n"
         << "# Local devices: [ " << darray::local_device_count() << " ], " << darray::local_devices() << "\n"
-        << "# Global devices:[ " << darray::device_count() << " ], " << darray::devices() << "\n";
+        << "# Global devices:[ " << darray::device_count() << " ], " << darray::devices() << "\n"
+        << "I am " << p << " I see " << darray::local_device_count() << "/" << darray::device_count() << " devices\n";
     darray::print_in_process_order(out.str());
   });
 }
