@@ -1,6 +1,6 @@
-# Doxygen filter for libdarray's headers (FILTER_PATTERNS in docs/Doxyfile): the headers document their API with plain `//`
-# comments (STYLE.md: a header reads as API), so this turns them into documentation comments on the fly, leaving
-# every line where it is (warnings keep their line numbers):
+# Doxygen filter for libdarray's headers (FILTER_PATTERNS in docs/Doxyfile): the headers document their API with
+# plain `//` comments (STYLE.md: a header reads as API), so this turns them into documentation comments on the fly,
+# leaving every line where it is (warnings keep their line numbers):
 #   - the comment block that opens a file becomes the file's description (`/// \file <path>` on its first line);
 #   - a comment line before a declaration documents it (`///`);
 #   - a comment after a member or enumerator on its line documents that member (`///<`).
