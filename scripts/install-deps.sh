@@ -14,6 +14,7 @@ packages=(
   slurmctld slurmd slurm-client munge   # the real single-node Slurm launch test
   slurm-wlm-basic-plugins               # its mpi_pmix plugin (srun --mpi=pmix)
   libpmix-dev                           # PMIx for srun --mpi=pmix
+  doxygen clang-format                  # the API reference (docs.doxygen) and the format check (format.clang-format)
 )
 extra=${DARRAY_EXTRA_PACKAGES:-}
 # shellcheck disable=SC2206

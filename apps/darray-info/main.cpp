@@ -122,7 +122,8 @@ std::string json_report() {
      << ", \"slurm_procid\": " << json_env("SLURM_PROCID") << ", \"slurm_localid\": " << json_env("SLURM_LOCALID")
      << ", \"slurm_nodeid\": " << json_env("SLURM_NODEID")
      << ", \"cuda_visible_devices\": " << json_env("CUDA_VISIBLE_DEVICES")
-     << ", \"hostname\": " << json_string(host_name()) << ", \"backend\": " << json_string(darray::to_string(darray::backend()))
+     << ", \"hostname\": " << json_string(host_name())
+     << ", \"backend\": " << json_string(darray::to_string(darray::backend()))
      << ", \"kokkos\": " << json_string(kokkos_description()) << ", \"local_devices\": [";
   const auto local = darray::local_devices();
   for (std::size_t i = 0; i < local.size(); ++i) {

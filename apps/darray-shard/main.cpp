@@ -7,10 +7,10 @@
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <cstdio>
+#include <iostream>
 #include <map>
 #include <optional>
 #include <set>
-#include <iostream>
 #include <string>
 #include <vector>
 

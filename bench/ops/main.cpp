@@ -53,7 +53,8 @@ std::vector<Array::view_type> new_views(const Array& a) {
 struct SumTag {
   double init = 0;
   void run(const double* x, int64_t m, double& v) const {
-    Kokkos::parallel_reduce(Policy(0, m), KOKKOS_LAMBDA(int64_t i, double& s) { s += x[i]; }, v);
+    Kokkos::parallel_reduce(
+        Policy(0, m), KOKKOS_LAMBDA(int64_t i, double& s) { s += x[i]; }, v);
   }
   double join(double p, double q) const { return p + q; }
 };
@@ -68,7 +69,8 @@ struct MaxTag {
 struct Norm2Tag {
   double init = 0;
   void run(const double* x, int64_t m, double& v) const {
-    Kokkos::parallel_reduce(Policy(0, m), KOKKOS_LAMBDA(int64_t i, double& s) { s += x[i] * x[i]; }, v);
+    Kokkos::parallel_reduce(
+        Policy(0, m), KOKKOS_LAMBDA(int64_t i, double& s) { s += x[i] * x[i]; }, v);
   }
   double join(double p, double q) const { return p + q; }
 };
@@ -85,12 +87,12 @@ int main(int argc, char** argv) {
   return darray::run(argc, argv, [&] {
     const int n = darray::device_count();
     const int64_t cols = 1024;
-    const auto rows = std::max<int64_t>(
-        n, static_cast<int64_t>(mib * 1048576.0 * darray::process_count() / sizeof(double) / cols));
+    const auto rows =
+        std::max<int64_t>(n, static_cast<int64_t>(mib * 1048576.0 * darray::process_count() / sizeof(double) / cols));
     const darray::Mesh mesh = darray::make_mesh({n}, {"x"});
     const darray::NamedSharding sharding(mesh, darray::P("x"));
-    const Array a = darray::map(darray::iota<double, 2>({rows, cols}, sharding),
-                                KOKKOS_LAMBDA(double v) { return std::sin(v * 1e-3); });
+    const Array a = darray::map(
+        darray::iota<double, 2>({rows, cols}, sharding), KOKKOS_LAMBDA(double v) { return std::sin(v * 1e-3); });
     const Array b = darray::full_like(a, 0.5);
     double sink = 0;
 
@@ -106,7 +108,11 @@ int main(int argc, char** argv) {
     };
 
     bench(
-        "map 2x+1", [&] { darray::map(a, KOKKOS_LAMBDA(double x) { return 2 * x + 1; }); },
+        "map 2x+1",
+        [&] {
+          darray::map(
+              a, KOKKOS_LAMBDA(double x) { return 2 * x + 1; });
+        },
         [&] {
           auto out = new_views(a);
           for (std::size_t k = 0; k < out.size(); ++k) {
@@ -152,9 +158,12 @@ int main(int argc, char** argv) {
       MPI_Allreduce(MPI_IN_PLACE, &mine, 1, MPI_DOUBLE, op, darray::mpi_comm());
       sink += mine;
     };
-    bench("sum", [&] { sink += darray::sum(a); }, [&] { hand_reduce(SumTag{}, MPI_SUM); });
-    bench("max", [&] { sink += darray::max(a); }, [&] { hand_reduce(MaxTag{}, MPI_MAX); });
-    bench("norm", [&] { sink += darray::norm(a); }, [&] { hand_reduce(Norm2Tag{}, MPI_SUM); });
+    bench(
+        "sum", [&] { sink += darray::sum(a); }, [&] { hand_reduce(SumTag{}, MPI_SUM); });
+    bench(
+        "max", [&] { sink += darray::max(a); }, [&] { hand_reduce(MaxTag{}, MPI_MAX); });
+    bench(
+        "norm", [&] { sink += darray::norm(a); }, [&] { hand_reduce(Norm2Tag{}, MPI_SUM); });
     bench(
         "sum(a, 0)", [&] { (void)darray::sum(a, 0); },
         [&] {
@@ -180,10 +189,11 @@ int main(int argc, char** argv) {
         });
 
     if (darray::process_index() == 0) {
-      std::printf("bench/ops: (%lld, %lld) doubles sharded P(\"x\"), %.0f MiB per process, %d processes x %d devices, "
-                  "%d reps\n",
-                  static_cast<long long>(rows), static_cast<long long>(cols), mib, darray::process_count(),
-                  darray::local_device_count(), reps);
+      std::printf(
+          "bench/ops: (%lld, %lld) doubles sharded P(\"x\"), %.0f MiB per process, %d processes x %d devices, "
+          "%d reps\n",
+          static_cast<long long>(rows), static_cast<long long>(cols), mib, darray::process_count(),
+          darray::local_device_count(), reps);
       std::printf("%-10s %11s %11s %11s %11s %9s %9s\n", "op", "ops min ms", "ops med ms", "hand min", "hand med",
                   "ratio min", "ratio med");
       for (const auto& r : rows_out)

@@ -4,7 +4,10 @@
 
 TEST_CASE("Error carries api, message, file and line") {
   try {
-    DARRAY_THROW(InvalidArgument, "PartitionSpec", "mesh axis \"" << "z" << "\" not found; mesh axes are (\"x\", \"y\")");
+    DARRAY_THROW(InvalidArgument, "PartitionSpec",
+                 "mesh axis \""
+                     << "z"
+                     << "\" not found; mesh axes are (\"x\", \"y\")");
     FAIL("no throw");
   } catch (const darray::InvalidArgument& e) {
     const std::string what = e.what();

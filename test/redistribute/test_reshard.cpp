@@ -149,7 +149,8 @@ TEST_CASE("reshard: a local phase above the streaming-store threshold stays bit-
   // Rows divisible by the device count, so both shardings give every process the same rows; columns uneven.
   const int64_t rows_per_device =
       static_cast<int64_t>(detail::streaming_min_total_bytes / (sizeof(double) * static_cast<std::size_t>(cols))) /
-          local + 1;
+          local +
+      1;
   const Shape shape{procs * local * rows_per_device, cols};
   auto a = iota<double, 2>(shape, NamedSharding(mesh, P{"p", "d"}));
   const NamedSharding dst(mesh, P{axes("p", "d"), none});

@@ -10,7 +10,8 @@
 
 int main(int argc, char** argv) {
   darray::Environment env(argc, argv);
-  const int victim = static_cast<int>(darray::detail::env_int("DARRAY_TEST_KILL_PROCESS", -1, -1, 1 << 20, "a process index"));
+  const int victim =
+      static_cast<int>(darray::detail::env_int("DARRAY_TEST_KILL_PROCESS", -1, -1, 1 << 20, "a process index"));
   using namespace darray;
   Mesh mesh = make_mesh({device_count()}, {"x"});
   NamedSharding rows(mesh, P{"x"}), cols(mesh, P{none, "x"});

@@ -61,7 +61,10 @@ TEST_CASE("malformed environment variables: the table") {
     const auto saved = detail::getenv_opt(c.name);
     ::setenv(c.name, c.value, 1);
     const std::string msg = validate(c.name);
-    if (saved) ::setenv(c.name, saved->c_str(), 1); else ::unsetenv(c.name);
+    if (saved)
+      ::setenv(c.name, saved->c_str(), 1);
+    else
+      ::unsetenv(c.name);
     INFO(c.name << "=\"" << c.value << "\" -> " << msg);
     CHECK(msg.find(c.name) != std::string::npos);
     CHECK(msg.find(std::string("\"") + c.value + "\"") != std::string::npos);
@@ -71,16 +74,21 @@ TEST_CASE("malformed environment variables: the table") {
 
 TEST_CASE("well-formed values pass, and every variable is in the registry") {
   const std::pair<const char*, const char*> good[] = {
-      {"DARRAY_HOST_DEVICE_COUNT", "8"}, {"DARRAY_LOCAL_DEVICE_IDS", "0,1"}, {"DARRAY_BACKEND", "nccl"},
-      {"DARRAY_CHECK", "on"},            {"DARRAY_LOG", "debug"},           {"DARRAY_MPI_MAX_MESSAGE_BYTES", "4096"},
-      {"DARRAY_NCCL_TIMEOUT_S", "30"},   {"DARRAY_CACHE_BYTES", "0"},        {"DARRAY_CACHE_BYTES", "4GiB"},
-      {"DARRAY_SHUTDOWN_TIMEOUT_S", "0"}, {"DARRAY_TIMEOUT_S", "600"}};
+      {"DARRAY_HOST_DEVICE_COUNT", "8"}, {"DARRAY_LOCAL_DEVICE_IDS", "0,1"},
+      {"DARRAY_BACKEND", "nccl"},        {"DARRAY_CHECK", "on"},
+      {"DARRAY_LOG", "debug"},           {"DARRAY_MPI_MAX_MESSAGE_BYTES", "4096"},
+      {"DARRAY_NCCL_TIMEOUT_S", "30"},   {"DARRAY_CACHE_BYTES", "0"},
+      {"DARRAY_CACHE_BYTES", "4GiB"},    {"DARRAY_SHUTDOWN_TIMEOUT_S", "0"},
+      {"DARRAY_TIMEOUT_S", "600"}};
   for (const auto& [name, value] : good) {
     const auto saved = detail::getenv_opt(name);
     ::setenv(name, value, 1);
     INFO(name << "=" << value);
     CHECK(validate(name).empty());
-    if (saved) ::setenv(name, saved->c_str(), 1); else ::unsetenv(name);
+    if (saved)
+      ::setenv(name, saved->c_str(), 1);
+    else
+      ::unsetenv(name);
   }
   CHECK(detail::env_vars().size() == 10);
 }
@@ -93,8 +101,8 @@ TEST_CASE("unknown DARRAY_ variables are reported (typos), test helpers' prefixe
 
 TEST_CASE("string parsers reject malformed input: the table") {
   const std::pair<const char*, const char*> specs[] = {
-      {"x, (y", "expected"},   {"P('x'", "expected"}, {"x,,y", "expected"},
-      {"'x", "expected"},      {"x y", "expected"},   {"(x, x)", "x"},
+      {"x, (y", "expected"}, {"P('x'", "expected"}, {"x,,y", "expected"},
+      {"'x", "expected"},    {"x y", "expected"},   {"(x, x)", "x"},
   };
   for (const auto& [text, fragment] : specs) {
     const std::string msg = darray::testing::error_message<InvalidArgument>([&] { (void)PartitionSpec::parse(text); });

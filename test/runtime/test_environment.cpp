@@ -19,7 +19,10 @@ struct EnvVar {
     if (only_rank < 0 || only_rank == darray::testing::world_rank()) ::setenv(n, value, 1);
   }
   ~EnvVar() {
-    if (saved) ::setenv(name.c_str(), saved->c_str(), 1); else ::unsetenv(name.c_str());
+    if (saved)
+      ::setenv(name.c_str(), saved->c_str(), 1);
+    else
+      ::unsetenv(name.c_str());
   }
 };
 
@@ -145,6 +148,7 @@ TEST_CASE("backend and GPU selection in a host-only build") {
   }
   {
     EnvVar v("DARRAY_LOG", "loud");
-    DARRAY_REQUIRE_THROWS_ALL(darray::InvalidArgument, darray::Environment(), "DARRAY_LOG", "\"loud\"", "warn|info|debug");
+    DARRAY_REQUIRE_THROWS_ALL(darray::InvalidArgument, darray::Environment(), "DARRAY_LOG", "\"loud\"",
+                              "warn|info|debug");
   }
 }

@@ -30,7 +30,8 @@ int main(int argc, char** argv) {
   const double t0 = MPI_Wtime();
   auto b = execute(*plan, a);
   const double t = MPI_Wtime() - t0;
-  a = detail::adopt_shards<int64_t, 2, DefaultMemorySpace>({}, NamedSharding(forward, P{}), {});  // free the source before checking
+  a = detail::adopt_shards<int64_t, 2, DefaultMemorySpace>({}, NamedSharding(forward, P{}),
+                                                           {});  // free the source before checking
   int64_t bad = 0;
   for (const auto& s : b.addressable_shards()) {
     const int64_t row = s.index[0].start;
@@ -41,8 +42,8 @@ int main(int argc, char** argv) {
   MPI_Allreduce(&bad, &bad_all, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
   if (process_index() == 0) {
     std::printf("%s: %lld wrong elements; reshard of %.2f GiB per process took %.2f s (%.2f GB/s)\n",
-                bad_all == 0 ? "OK" : "FAILED", static_cast<long long>(bad_all),
-                static_cast<double>(n * 8) / (1 << 30), t, static_cast<double>(n * 8) / t / 1e9);
+                bad_all == 0 ? "OK" : "FAILED", static_cast<long long>(bad_all), static_cast<double>(n * 8) / (1 << 30),
+                t, static_cast<double>(n * 8) / t / 1e9);
   }
   return bad_all == 0 ? 0 : 1;
 }

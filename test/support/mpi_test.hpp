@@ -33,7 +33,8 @@ inline int world_size() {
   return n;
 }
 
-// True when text is byte-for-byte the same on every process of MPI_COMM_WORLD (checked against process 0's). Collective.
+// True when text is byte-for-byte the same on every process of MPI_COMM_WORLD (checked against process 0's).
+// Collective.
 inline bool same_on_all(const std::string& text) {
   int len = static_cast<int>(text.size());
   MPI_Bcast(&len, 1, MPI_INT, 0, MPI_COMM_WORLD);
@@ -58,13 +59,13 @@ std::string error_message(const std::function<void()>& fn) {
 }  // namespace darray
 
 // Asserts that the expression throws ErrorType on every process and that the message contains every given fragment.
-#define DARRAY_REQUIRE_THROWS_ALL(ErrorType, expr, ...)                                                         \
-  do {                                                                                                          \
-    const std::string darray_msg_ = ::darray::testing::error_message<ErrorType>([&] { (void)(expr); });          \
-    bool darray_ok_ = !darray_msg_.empty();                                                                     \
-    /* Copied into strings while the arguments' temporaries are still alive. */                              \
-    for (const std::string& darray_frag_ : std::vector<std::string>{__VA_ARGS__})                              \
-      darray_ok_ = darray_ok_ && darray_msg_.find(darray_frag_) != std::string::npos;                           \
-    INFO("message: " << darray_msg_);                                                                          \
-    REQUIRE(::darray::testing::all_ok(darray_ok_));                                                             \
+#define DARRAY_REQUIRE_THROWS_ALL(ErrorType, expr, ...)                                                 \
+  do {                                                                                                  \
+    const std::string darray_msg_ = ::darray::testing::error_message<ErrorType>([&] { (void)(expr); }); \
+    bool darray_ok_ = !darray_msg_.empty();                                                             \
+    /* Copied into strings while the arguments' temporaries are still alive. */                         \
+    for (const std::string& darray_frag_ : std::vector<std::string>{__VA_ARGS__})                       \
+      darray_ok_ = darray_ok_ && darray_msg_.find(darray_frag_) != std::string::npos;                   \
+    INFO("message: " << darray_msg_);                                                                   \
+    REQUIRE(::darray::testing::all_ok(darray_ok_));                                                     \
   } while (false)

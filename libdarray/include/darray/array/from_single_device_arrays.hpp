@@ -79,9 +79,10 @@ DistributedArray<T, N, MemorySpace> adopt_views(const char* api, const Shape& sh
         const Shape expected = box_shape(db.index);
         const Shape got = view_shape<N>(view);
         DARRAY_THROW_IF(got != expected, InvalidArgument, api,
-                        "the view for " << device << " has shape " << numpy_shape_string(got) << " but the sharding gives "
-                                        << device << " the block " << db.index << " of shape " << numpy_shape_string(expected)
-                                        << " of the global shape " << numpy_shape_string(shape));
+                        "the view for " << device << " has shape " << numpy_shape_string(got)
+                                        << " but the sharding gives " << device << " the block " << db.index
+                                        << " of shape " << numpy_shape_string(expected) << " of the global shape "
+                                        << numpy_shape_string(shape));
         DARRAY_THROW_IF(!view.span_is_contiguous(), InvalidArgument, api,
                         "the view for " << device
                                         << " is not contiguous (a strided subview?); shards need "

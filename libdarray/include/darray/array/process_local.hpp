@@ -52,9 +52,10 @@ DistributedArray<T, N, MemorySpace> make_array_from_process_local_data(const Nam
       Shape given(rank);
       for (int d = 0; d < rank; ++d) given[static_cast<std::size_t>(d)] = static_cast<int64_t>(local_data.extent(d));
       DARRAY_THROW_IF(given != local_shape, InvalidArgument, api,
-                      "local_data has shape " << numpy_shape_string(given) << " but this process's devices hold the box "
-                                              << box << " of shape " << numpy_shape_string(local_shape)
-                                              << " of the global shape " << numpy_shape_string(global_shape));
+                      "local_data has shape " << numpy_shape_string(given)
+                                              << " but this process's devices hold the box " << box << " of shape "
+                                              << numpy_shape_string(local_shape) << " of the global shape "
+                                              << numpy_shape_string(global_shape));
     }
     DARRAY_THROW_IF(count != volume(box), InvalidArgument, api,
                     "local_data has " << count << " elements but this process's devices hold the box " << box

@@ -108,7 +108,8 @@ inline std::vector<int> parse_int_list(const std::string& what, const std::strin
 }
 
 // One of a fixed set of words (case-sensitive).
-inline std::string parse_choice(const std::string& what, const std::string& text, const std::vector<std::string>& choices) {
+inline std::string parse_choice(const std::string& what, const std::string& text,
+                                const std::vector<std::string>& choices) {
   const std::string t = trim(text);
   for (const auto& c : choices)
     if (t == c) return c;
@@ -134,7 +135,8 @@ inline int64_t env_int(const char* name, int64_t fallback, int64_t lo, int64_t h
 inline bool env_bool(const char* name, bool fallback) {
   const auto v = getenv_opt(name);
   if (!v) return fallback;
-  const std::string w = parse_choice(name, *v, {"0", "1", "true", "false", "on", "off", "yes", "no", "TRUE", "FALSE", "ON", "OFF"});
+  const std::string w =
+      parse_choice(name, *v, {"0", "1", "true", "false", "on", "off", "yes", "no", "TRUE", "FALSE", "ON", "OFF"});
   return w == "1" || w == "true" || w == "on" || w == "yes" || w == "TRUE" || w == "ON";
 }
 

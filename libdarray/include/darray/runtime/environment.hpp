@@ -1,5 +1,5 @@
 // darray::Environment: RAII start-up and shut-down of MPI, Kokkos and the device table, plus the process and
-// device queries of API.md. MPI and Kokkos are initialised only if the caller has not done so, and finalised
+// device queries of docs/api.md. MPI and Kokkos are initialised only if the caller has not done so, and finalised
 // (in reverse order) only if this Environment initialised them.
 #pragma once
 
@@ -63,15 +63,16 @@ inline LocalSetup resolve_local_setup(const EnvironmentOptions& opt, int local_r
   // Every variable is checked, even those the options override: a malformed value is never ignored.
   for (const EnvVar& v : env_vars()) v.validate();
   if (opt.host_device_count != 0) {
-    DARRAY_THROW_IF(opt.host_device_count < 1 || opt.host_device_count > max_host_device_count, InvalidArgument,
-                    "EnvironmentOptions", "host_device_count = " << opt.host_device_count << "; expected an integer from 1 to "
-                                                                 << max_host_device_count);
+    DARRAY_THROW_IF(
+        opt.host_device_count < 1 || opt.host_device_count > max_host_device_count, InvalidArgument,
+        "EnvironmentOptions",
+        "host_device_count = " << opt.host_device_count << "; expected an integer from 1 to " << max_host_device_count);
     s.device_count = opt.host_device_count;
   } else {
     s.device_count = env_host_device_count();
   }
-  std::string backend = opt.backend.empty() ? env_backend()
-                                            : parse_choice("EnvironmentOptions.backend", opt.backend, {"mpi", "nccl"});
+  std::string backend =
+      opt.backend.empty() ? env_backend() : parse_choice("EnvironmentOptions.backend", opt.backend, {"mpi", "nccl"});
 
   std::vector<int> ids = opt.local_device_ids;
   const bool ids_from_env = ids.empty() && getenv_opt("DARRAY_LOCAL_DEVICE_IDS").has_value();
@@ -80,8 +81,9 @@ inline LocalSetup resolve_local_setup(const EnvironmentOptions& opt, int local_r
 
   if (kokkos_uses_gpu()) {
     const int visible = gpu_count();
-    DARRAY_THROW_IF(visible < 1, NotSupported, "Environment",
-                    "this build runs on GPUs (Kokkos " << kokkos_gpu_backend_name() << ") but no GPU is visible to process");
+    DARRAY_THROW_IF(
+        visible < 1, NotSupported, "Environment",
+        "this build runs on GPUs (Kokkos " << kokkos_gpu_backend_name() << ") but no GPU is visible to process");
     s.kind = DeviceKind::cuda;
     s.device_count = 1;
     s.gpu_ordinal = select_gpu_ordinal(ids, ids_name, local_rank, visible);
@@ -90,10 +92,13 @@ inline LocalSetup resolve_local_setup(const EnvironmentOptions& opt, int local_r
     DARRAY_THROW_IF(!ids.empty(), NotSupported, ids_name,
                     "selects GPU ordinals, but this build runs host devices only (Kokkos without a GPU backend); "
                     "use DARRAY_HOST_DEVICE_COUNT to choose the number of host devices");
-    DARRAY_THROW_IF(backend == "nccl", NotSupported, "DARRAY_BACKEND",
-                    "\"nccl\" requested, but " << (nccl_compiled() ? "this build's Kokkos has no GPU backend, so arrays live in host memory that NCCL cannot use"
-                                                                   : "libdarray was built without NCCL (DARRAY_HAS_NCCL unset)")
-                                               << "; use \"mpi\"");
+    DARRAY_THROW_IF(
+        backend == "nccl", NotSupported, "DARRAY_BACKEND",
+        "\"nccl\" requested, but "
+            << (nccl_compiled()
+                    ? "this build's Kokkos has no GPU backend, so arrays live in host memory that NCCL cannot use"
+                    : "libdarray was built without NCCL (DARRAY_HAS_NCCL unset)")
+            << "; use \"mpi\"");
     s.backend = "mpi";
   }
   return s;
@@ -102,7 +107,7 @@ inline LocalSetup resolve_local_setup(const EnvironmentOptions& opt, int local_r
 }  // namespace detail
 
 class Environment {
-public:
+ public:
   Environment() : Environment(nullptr, nullptr, EnvironmentOptions{}) {}
   explicit Environment(const EnvironmentOptions& options) : Environment(nullptr, nullptr, options) {}
   Environment(int& argc, char**& argv, const EnvironmentOptions& options = {}) : Environment(&argc, &argv, options) {}
@@ -145,11 +150,12 @@ public:
   bool owns_mpi() const { return m_mpi_owned; }
   bool owns_kokkos() const { return m_kokkos_owned; }
 
-private:
+ private:
   Environment(int* argc, char*** argv, const EnvironmentOptions& options) {
     auto& s = detail::state();
-    DARRAY_THROW_IF(s.active, InvalidArgument, "Environment",
-                    "an Environment is already active in this process; create exactly one (usually at the top of main)");
+    DARRAY_THROW_IF(
+        s.active, InvalidArgument, "Environment",
+        "an Environment is already active in this process; create exactly one (usually at the top of main)");
     int initialized = 0;
     DARRAY_MPI_CHECK(MPI_Initialized(&initialized));
     if (!initialized) {
@@ -211,8 +217,8 @@ private:
     }
     if (s.launcher.kind != LauncherKind::none) {
       if (s.launcher.rank >= 0 && s.launcher.rank != s.rank)
-        DARRAY_LOG(warn, "launcher " << to_string(s.launcher.kind) << " says rank " << s.launcher.rank << " but MPI says "
-                                     << s.rank << "; using MPI's");
+        DARRAY_LOG(warn, "launcher " << to_string(s.launcher.kind) << " says rank " << s.launcher.rank
+                                     << " but MPI says " << s.rank << "; using MPI's");
       if (s.launcher.local_rank >= 0 && s.launcher.local_rank != s.local_rank)
         DARRAY_LOG(warn, "launcher " << to_string(s.launcher.kind) << " says local rank " << s.launcher.local_rank
                                      << " but MPI_Comm_split_type(SHARED) says " << s.local_rank);
@@ -224,8 +230,9 @@ private:
     int nccl_mine = setup.backend == "nccl" ? 1 : 0, nccl_min = 0, nccl_max = 0;
     DARRAY_MPI_CHECK(MPI_Allreduce(&nccl_mine, &nccl_min, 1, MPI_INT, MPI_MIN, s.comm));
     DARRAY_MPI_CHECK(MPI_Allreduce(&nccl_mine, &nccl_max, 1, MPI_INT, MPI_MAX, s.comm));
-    DARRAY_THROW_IF(nccl_min != nccl_max, InvalidArgument, "Environment",
-                    "processes chose different backends (some \"nccl\", some \"mpi\"); set DARRAY_BACKEND alike on all");
+    DARRAY_THROW_IF(
+        nccl_min != nccl_max, InvalidArgument, "Environment",
+        "processes chose different backends (some \"nccl\", some \"mpi\"); set DARRAY_BACKEND alike on all");
     s.backend = parse_backend("darray::backend", setup.backend);
     s.device_kind = setup.kind;
     s.host_device_count = setup.device_count;
@@ -240,8 +247,9 @@ private:
       if (d.process_index == s.rank) s.local_devices.push_back(d);
     }
     s.active = true;
-    DARRAY_LOG(info, "process " << s.rank << "/" << s.size << " launcher " << to_string(s.launcher.kind) << " local rank "
-                                << s.local_rank << " backend " << s.backend << " devices " << s.local_devices);
+    DARRAY_LOG(info, "process " << s.rank << "/" << s.size << " launcher " << to_string(s.launcher.kind)
+                                << " local rank " << s.local_rank << " backend " << s.backend << " devices "
+                                << s.local_devices);
   }
 
   bool m_mpi_owned = false;
@@ -254,7 +262,9 @@ inline int process_count() { return detail::active_state("process_count").size; 
 inline std::vector<Device> devices() { return detail::active_state("devices").devices; }
 inline std::vector<Device> local_devices() { return detail::active_state("local_devices").local_devices; }
 inline int device_count() { return static_cast<int>(detail::active_state("device_count").devices.size()); }
-inline int local_device_count() { return static_cast<int>(detail::active_state("local_device_count").local_devices.size()); }
+inline int local_device_count() {
+  return static_cast<int>(detail::active_state("local_device_count").local_devices.size());
+}
 // This process's rank among the processes of its node (MPI_COMM_TYPE_SHARED).
 inline int local_process_index() { return detail::active_state("local_process_index").local_rank; }
 inline int local_process_count() { return detail::active_state("local_process_count").local_size; }

@@ -13,17 +13,22 @@ enum class LauncherKind { none, slurm, openmpi, mpich, pmix };
 
 inline const char* to_string(LauncherKind k) {
   switch (k) {
-    case LauncherKind::slurm: return "slurm";
-    case LauncherKind::openmpi: return "openmpi";
-    case LauncherKind::mpich: return "mpich";
-    case LauncherKind::pmix: return "pmix";
-    default: return "none";
+    case LauncherKind::slurm:
+      return "slurm";
+    case LauncherKind::openmpi:
+      return "openmpi";
+    case LauncherKind::mpich:
+      return "mpich";
+    case LauncherKind::pmix:
+      return "pmix";
+    default:
+      return "none";
   }
 }
 
 struct LauncherInfo {
   LauncherKind kind = LauncherKind::none;
-  int rank = -1;        // -1: the launcher did not say
+  int rank = -1;  // -1: the launcher did not say
   int size = -1;
   int local_rank = -1;
   int local_size = -1;

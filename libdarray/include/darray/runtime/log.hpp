@@ -41,11 +41,11 @@ inline void log(LogLevel level, const std::string& message) {
 
 }  // namespace darray
 
-#define DARRAY_LOG(level, stream_expr)                                             \
-  do {                                                                             \
+#define DARRAY_LOG(level, stream_expr)                                                            \
+  do {                                                                                            \
     if (static_cast<int>(::darray::LogLevel::level) <= static_cast<int>(::darray::log_level())) { \
-      std::ostringstream darray_log_os_;                                           \
-      darray_log_os_ << stream_expr;                                               \
-      ::darray::log(::darray::LogLevel::level, darray_log_os_.str());              \
-    }                                                                              \
+      std::ostringstream darray_log_os_;                                                          \
+      darray_log_os_ << stream_expr;                                                              \
+      ::darray::log(::darray::LogLevel::level, darray_log_os_.str());                             \
+    }                                                                                             \
   } while (false)

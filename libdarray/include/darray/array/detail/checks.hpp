@@ -26,8 +26,8 @@ namespace detail {
 template <int N>
 void check_array_args(const char* api, const Shape& shape, const NamedSharding& sharding) {
   DARRAY_THROW_IF(shape.size() != static_cast<std::size_t>(N), InvalidArgument, api,
-                  "shape " << numpy_shape_string(shape) << " has rank " << shape.size() << " but the array has rank " << N
-                           << "; expected " << N << " extents");
+                  "shape " << numpy_shape_string(shape) << " has rank " << shape.size() << " but the array has rank "
+                           << N << "; expected " << N << " extents");
   for (std::size_t d = 0; d < shape.size(); ++d)
     DARRAY_THROW_IF(shape[d] < 0, InvalidArgument, api,
                     "shape " << numpy_shape_string(shape) << " has negative extent " << shape[d] << " in dim " << d);

@@ -22,21 +22,36 @@ namespace detail {
 // The name of a cufftResult value, as cufft.h spells it.
 inline const char* cufft_result_name(cufftResult rc) {
   switch (rc) {
-    case CUFFT_SUCCESS: return "CUFFT_SUCCESS";
-    case CUFFT_INVALID_PLAN: return "CUFFT_INVALID_PLAN";
-    case CUFFT_ALLOC_FAILED: return "CUFFT_ALLOC_FAILED";
-    case CUFFT_INVALID_TYPE: return "CUFFT_INVALID_TYPE";
-    case CUFFT_INVALID_VALUE: return "CUFFT_INVALID_VALUE";
-    case CUFFT_INTERNAL_ERROR: return "CUFFT_INTERNAL_ERROR";
-    case CUFFT_EXEC_FAILED: return "CUFFT_EXEC_FAILED";
-    case CUFFT_SETUP_FAILED: return "CUFFT_SETUP_FAILED";
-    case CUFFT_INVALID_SIZE: return "CUFFT_INVALID_SIZE";
-    case CUFFT_UNALIGNED_DATA: return "CUFFT_UNALIGNED_DATA";
-    case CUFFT_INVALID_DEVICE: return "CUFFT_INVALID_DEVICE";
-    case CUFFT_NO_WORKSPACE: return "CUFFT_NO_WORKSPACE";
-    case CUFFT_NOT_IMPLEMENTED: return "CUFFT_NOT_IMPLEMENTED";
-    case CUFFT_NOT_SUPPORTED: return "CUFFT_NOT_SUPPORTED";
-    default: return "unknown cufftResult";
+    case CUFFT_SUCCESS:
+      return "CUFFT_SUCCESS";
+    case CUFFT_INVALID_PLAN:
+      return "CUFFT_INVALID_PLAN";
+    case CUFFT_ALLOC_FAILED:
+      return "CUFFT_ALLOC_FAILED";
+    case CUFFT_INVALID_TYPE:
+      return "CUFFT_INVALID_TYPE";
+    case CUFFT_INVALID_VALUE:
+      return "CUFFT_INVALID_VALUE";
+    case CUFFT_INTERNAL_ERROR:
+      return "CUFFT_INTERNAL_ERROR";
+    case CUFFT_EXEC_FAILED:
+      return "CUFFT_EXEC_FAILED";
+    case CUFFT_SETUP_FAILED:
+      return "CUFFT_SETUP_FAILED";
+    case CUFFT_INVALID_SIZE:
+      return "CUFFT_INVALID_SIZE";
+    case CUFFT_UNALIGNED_DATA:
+      return "CUFFT_UNALIGNED_DATA";
+    case CUFFT_INVALID_DEVICE:
+      return "CUFFT_INVALID_DEVICE";
+    case CUFFT_NO_WORKSPACE:
+      return "CUFFT_NO_WORKSPACE";
+    case CUFFT_NOT_IMPLEMENTED:
+      return "CUFFT_NOT_IMPLEMENTED";
+    case CUFFT_NOT_SUPPORTED:
+      return "CUFFT_NOT_SUPPORTED";
+    default:
+      return "unknown cufftResult";
   }
 }
 
@@ -44,15 +59,15 @@ inline const char* cufft_result_name(cufftResult rc) {
 }  // namespace darray
 
 // DARRAY_CUFFT_CHECK(cufftExecZ2Z(...)): throws darray::CufftError naming the call and the cufftResult.
-#define DARRAY_CUFFT_CHECK(call)                                                                          \
-  do {                                                                                                    \
-    const cufftResult darray_cufft_rc_ = (call);                                                          \
-    if (darray_cufft_rc_ != CUFFT_SUCCESS)                                                                \
-      throw ::darray::CufftError("cuFFT",                                                                 \
-                                 std::string(#call) + " returned " +                                      \
-                                     ::darray::detail::cufft_result_name(darray_cufft_rc_) + " (" +       \
-                                     std::to_string(static_cast<int>(darray_cufft_rc_)) + ")",            \
-                                 static_cast<int>(darray_cufft_rc_), __FILE__, __LINE__);                 \
+#define DARRAY_CUFFT_CHECK(call)                                                                    \
+  do {                                                                                              \
+    const cufftResult darray_cufft_rc_ = (call);                                                    \
+    if (darray_cufft_rc_ != CUFFT_SUCCESS)                                                          \
+      throw ::darray::CufftError("cuFFT",                                                           \
+                                 std::string(#call) + " returned " +                                \
+                                     ::darray::detail::cufft_result_name(darray_cufft_rc_) + " (" + \
+                                     std::to_string(static_cast<int>(darray_cufft_rc_)) + ")",      \
+                                 static_cast<int>(darray_cufft_rc_), __FILE__, __LINE__);           \
   } while (false)
 
 namespace darray {

@@ -93,8 +93,8 @@ void check_npy_matches(const io::NpyHeader& h, const char* api, const std::strin
                   npy_where(path) << " has dtype '" << printable_bytes(h.dtype) << "' but " << api << "<"
                                   << dtype_name<T>() << ", " << N << "> expects " << want);
   DARRAY_THROW_IF(h.shape.size() != static_cast<std::size_t>(N), IoError, api,
-                  npy_where(path) << " has shape " << numpy_shape_string(h.shape) << " (rank " << h.shape.size() << ") but "
-                                  << api << "<" << dtype_name<T>() << ", " << N << "> expects rank " << N);
+                  npy_where(path) << " has shape " << numpy_shape_string(h.shape) << " (rank " << h.shape.size()
+                                  << ") but " << api << "<" << dtype_name<T>() << ", " << N << "> expects rank " << N);
   DARRAY_THROW_IF(h.fortran_order, NotSupported, api,
                   npy_where(path) << " is stored in Fortran (column-major) order, which libdarray does not read; "
                                      "save it in C order with numpy: np.save(path, np.ascontiguousarray(a))");

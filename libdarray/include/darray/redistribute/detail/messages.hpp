@@ -57,7 +57,7 @@ void split_for_messages(const Index& box, std::size_t element_bytes, std::size_t
 
 // Datatypes of one exchange; freed on destruction (after the requests using them completed).
 class MpiTypes {
-public:
+ public:
   MpiTypes() = default;
   MpiTypes(const MpiTypes&) = delete;
   MpiTypes& operator=(const MpiTypes&) = delete;
@@ -112,7 +112,7 @@ public:
     return t;
   }
 
-private:
+ private:
   std::vector<MPI_Datatype> m_types;
 };
 
@@ -124,8 +124,9 @@ inline void wait_all_checked(std::vector<MPI_Request>& requests, const char* api
   if (rc == MPI_ERR_IN_STATUS) {
     for (const MPI_Status& st : statuses)
       if (st.MPI_ERROR != MPI_SUCCESS && st.MPI_ERROR != MPI_ERR_PENDING)
-        throw MpiError(api, "message with process " + std::to_string(st.MPI_SOURCE) + " failed: " + mpi_error_string(st.MPI_ERROR),
-                       st.MPI_ERROR, __FILE__, __LINE__);
+        throw MpiError(
+            api, "message with process " + std::to_string(st.MPI_SOURCE) + " failed: " + mpi_error_string(st.MPI_ERROR),
+            st.MPI_ERROR, __FILE__, __LINE__);
   }
   DARRAY_MPI_CHECK(rc);
 }

@@ -12,7 +12,7 @@ namespace darray {
 namespace detail {
 
 class ReplicaChooser {
-public:
+ public:
   ReplicaChooser(const NamedSharding& src, std::vector<int64_t> parts)
       : m_src(src), m_parts(std::move(parts)), m_replicas(src.replica_devices(m_parts)) {
     if (m_replicas.size() > 1)
@@ -32,7 +32,7 @@ public:
 
   const std::vector<Device>& replicas() const { return m_replicas; }
 
-private:
+ private:
   bool holds_block(const Device& d) const {
     for (std::size_t dim = 0; dim < m_parts.size(); ++dim)
       if (m_src.part_index(d, static_cast<int>(dim)) != m_parts[dim]) return false;

@@ -47,11 +47,16 @@ inline CapturedError capture_error(const std::function<void()>& fn) {
 [[noreturn]] inline void rethrow_captured(const CapturedError& e, const std::string& prefix) {
   const std::string msg = prefix + e.message;
   switch (e.kind) {
-    case ErrorKind::invalid_argument: throw InvalidArgument(e.api, msg);
-    case ErrorKind::not_supported: throw NotSupported(e.api, msg);
-    case ErrorKind::io: throw IoError(e.api, msg);
-    case ErrorKind::mpi: throw MpiError(e.api, msg, -1);
-    default: throw Error(e.api, msg);
+    case ErrorKind::invalid_argument:
+      throw InvalidArgument(e.api, msg);
+    case ErrorKind::not_supported:
+      throw NotSupported(e.api, msg);
+    case ErrorKind::io:
+      throw IoError(e.api, msg);
+    case ErrorKind::mpi:
+      throw MpiError(e.api, msg, -1);
+    default:
+      throw Error(e.api, msg);
   }
 }
 

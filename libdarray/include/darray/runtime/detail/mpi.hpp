@@ -22,10 +22,10 @@ inline std::string mpi_error_string(int code) {
 }  // namespace darray
 
 // DARRAY_MPI_CHECK(MPI_Allreduce(...)): throws darray::MpiError naming the call when it does not return MPI_SUCCESS.
-#define DARRAY_MPI_CHECK(call)                                                                           \
-  do {                                                                                                   \
-    const int darray_mpi_rc_ = (call);                                                                   \
-    if (darray_mpi_rc_ != MPI_SUCCESS)                                                                   \
-      throw ::darray::MpiError(#call, ::darray::detail::mpi_error_string(darray_mpi_rc_), darray_mpi_rc_, \
-                               __FILE__, __LINE__);                                                      \
+#define DARRAY_MPI_CHECK(call)                                                                                      \
+  do {                                                                                                              \
+    const int darray_mpi_rc_ = (call);                                                                              \
+    if (darray_mpi_rc_ != MPI_SUCCESS)                                                                              \
+      throw ::darray::MpiError(#call, ::darray::detail::mpi_error_string(darray_mpi_rc_), darray_mpi_rc_, __FILE__, \
+                               __LINE__);                                                                           \
   } while (false)

@@ -21,19 +21,19 @@ struct RuntimeState {
   MPI_Comm comm = MPI_COMM_NULL;  // the library's private duplicate of MPI_COMM_WORLD
   int rank = 0;
   int size = 1;
-  int local_rank = 0;             // from MPI_Comm_split_type(SHARED)
+  int local_rank = 0;  // from MPI_Comm_split_type(SHARED)
   int local_size = 1;
   int thread_level = 0;
   LauncherInfo launcher;
   Backend backend = Backend::mpi;
   DeviceKind device_kind = DeviceKind::cpu;
   int host_device_count = 1;
-  bool consistency_checks = false;  // DARRAY_CHECK, agreed across processes at start-up
-  int shutdown_timeout_s = 300;     // DARRAY_SHUTDOWN_TIMEOUT_S, this process's own
-  int wait_timeout_s = 0;           // DARRAY_TIMEOUT_S, agreed across processes at start-up (the largest)
+  bool consistency_checks = false;     // DARRAY_CHECK, agreed across processes at start-up
+  int shutdown_timeout_s = 300;        // DARRAY_SHUTDOWN_TIMEOUT_S, this process's own
+  int wait_timeout_s = 0;              // DARRAY_TIMEOUT_S, agreed across processes at start-up (the largest)
   MPI_Comm sync_comm = MPI_COMM_NULL;  // barrier's messages when wait_timeout_s > 0, apart from all other traffic
-  std::vector<Device> devices;        // global table, ordered by id
-  std::vector<Device> local_devices;  // this process's, ordered by local index
+  std::vector<Device> devices;         // global table, ordered by id
+  std::vector<Device> local_devices;   // this process's, ordered by local index
   std::vector<std::function<void()>> finalizers;
 };
 
