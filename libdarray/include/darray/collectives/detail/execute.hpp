@@ -75,6 +75,16 @@ Transport& reduce_group_transport(const CollectivePlan& plan) {
   return *plan.reduce_group[which];
 }
 
+// The MPI communicator of this process's reduction group (the MPI transport's group even when reductions run on
+// NCCL), cached in the plan like reduce_group_transport's. Collective over all processes the first time.
+inline MPI_Comm mpi_reduce_comm(const CollectivePlan& plan) {
+  if (plan.reduce_group[0] == nullptr || plan.reduce_group_generation[0] != environment_generation()) {
+    plan.reduce_group[0] = &transport(Backend::mpi).group(plan.colors);
+    plan.reduce_group_generation[0] = environment_generation();
+  }
+  return dynamic_cast<MpiTransport&>(*plan.reduce_group[0]).comm();
+}
+
 // The operand block of each plan target (plan.targets order), in a buffer reused by every call on this thread. The
 // operand's shards are in the plan's local-device order; a mismatch (never expected) is an internal error.
 template <class T, int N, class M>
@@ -201,10 +211,16 @@ Kokkos::View<T*, M> reduce_slots(const Exec& space, const CollectivePlan& plan, 
   space.fence();  // MPI and NCCL read what the kernels wrote
   if (plan.colors.empty()) return slots;
   Transport& t = reduce_group_transport<T, M>(plan);
+#if defined(DARRAY_HAS_NCCL)
+  // NCCL carries no fingerprint: the processes compare it over the same group's MPI communicator (looked up by
+  // every process, as the first lookup is collective).
+  const MPI_Comm fingerprint_comm = t.backend() == Backend::nccl ? mpi_reduce_comm(plan) : MPI_COMM_NULL;
+#endif
   if (plan.component_size == 1) return slots;
 #if defined(DARRAY_HAS_NCCL)
   if constexpr (nccl_reducible<T>()) {
     if (t.backend() == Backend::nccl) {
+      check_same_reduction_of<T>(fingerprint_comm, op, plan);
       nccl_allreduce(dynamic_cast<NcclTransport&>(t), slots.data(), plan.slot_elements, op);
       return slots;
     }
