@@ -2,6 +2,8 @@
 // axis_index, broadcast_from_root of host data and sync_global_devices.
 #include <catch2/catch.hpp>
 #include <cstdint>
+#include <cstring>
+#include <limits>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -174,4 +176,58 @@ TEST_CASE("sync_global_devices: same names pass, different names fail on every p
   const std::string mine = process_index() == 1 ? "after load" : "before load";
   DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, sync_global_devices(mine), "sync_global_devices",
                             "process 0 is at \"before load\" but process 1 is at \"after load\"");
+}
+
+// NCCL's ncclMax/ncclMin drop NaN, so on NCCL floating-point pmax/pmin reduce order keys (element_ops.hpp) as
+// unsigned integers. The transform is checked here on the host, where the kernels also run.
+template <class F>
+void check_order_keys() {
+  using K = darray::detail::order_key_t<F>;
+  using L = std::numeric_limits<F>;
+  const std::vector<F> ascending = {
+      -L::infinity(), -L::max(),       F(-2.5),  F(-1), -L::min(), -L::denorm_min(), F(-0.0),
+      F(0.0),         L::denorm_min(), L::min(), F(1),  F(2.5),    L::max(),         L::infinity()};
+  bool ordered = true, round_trip = true;
+  for (std::size_t i = 0; i < ascending.size(); ++i) {
+    for (const bool high : {true, false}) {
+      const K k = darray::detail::order_key<F>(ascending[i], high);
+      const F back = darray::detail::from_order_key<F>(k);
+      round_trip = round_trip && std::memcmp(&back, &ascending[i], sizeof(F)) == 0;
+      if (i > 0) ordered = ordered && darray::detail::order_key<F>(ascending[i - 1], high) < k;
+    }
+  }
+  CHECK(ordered);
+  CHECK(round_trip);
+  const F nans[] = {L::quiet_NaN(), -L::quiet_NaN()};
+  for (const F nan : nans) {
+    const K high = darray::detail::order_key<F>(nan, true), low = darray::detail::order_key<F>(nan, false);
+    for (const F v : ascending) {
+      CHECK(high > darray::detail::order_key<F>(v, true));  // max of keys: NaN wins
+      CHECK(low < darray::detail::order_key<F>(v, false));  // min of keys: NaN wins
+    }
+    const F h = darray::detail::from_order_key<F>(high), l = darray::detail::from_order_key<F>(low);
+    CHECK((h != h && l != l));
+  }
+  // In place through the kernel, as the NCCL path runs it: max of [NaN, 1] and of [-1, 3] per lane, by key.
+  Kokkos::View<F*, Kokkos::HostSpace> a("a", 2), b("b", 2);
+  a(0) = L::quiet_NaN();
+  a(1) = F(-1);
+  b(0) = F(1);
+  b(1) = F(3);
+  const Kokkos::DefaultHostExecutionSpace space;
+  darray::detail::order_keys_in_place(space, a.data(), 2, true, true);
+  darray::detail::order_keys_in_place(space, b.data(), 2, true, true);
+  space.fence();
+  const K* ka = reinterpret_cast<const K*>(a.data());
+  const K* kb = reinterpret_cast<const K*>(b.data());
+  K m[2] = {ka[0] > kb[0] ? ka[0] : kb[0], ka[1] > kb[1] ? ka[1] : kb[1]};
+  std::memcpy(static_cast<void*>(a.data()), m, sizeof m);
+  darray::detail::order_keys_in_place(space, a.data(), 2, false, true);
+  space.fence();
+  CHECK((a(0) != a(0) && a(1) == F(3)));
+}
+
+TEST_CASE("order keys: an integer max/min of the keys is a NaN-propagating max/min of float and double values") {
+  check_order_keys<float>();
+  check_order_keys<double>();
 }

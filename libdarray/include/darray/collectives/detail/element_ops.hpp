@@ -95,6 +95,55 @@ MPI_Op mpi_reduce_op(ReduceOp op) {
   return op == ReduceOp::max ? MPI_MAX : MPI_MIN;
 }
 
+// Floating-point values as unsigned integers of the same size in the same order (IEEE 754 bits: negative values'
+// bits flipped below the positive ones'), every NaN at the top end (for max) or the bottom end (for min): an integer
+// max or min of the keys is a NaN-propagating max or min of the values. For transports whose own max/min drop NaN
+// (NCCL's ncclMax/ncclMin follow fmax). Keys 0 and all-ones are the bits of no number, so NaN round-trips as NaN
+// and every other value round-trips bit for bit (-0.0, denormals and infinities included).
+template <class F>
+using order_key_t = std::conditional_t<sizeof(F) == 4, std::uint32_t, std::uint64_t>;
+
+template <class F>
+KOKKOS_INLINE_FUNCTION order_key_t<F> order_key(F v, bool nan_high) {
+  using K = order_key_t<F>;
+  static_assert(std::is_floating_point<F>::value && sizeof(F) == sizeof(K), "order_key: float or double");
+  if (v != v) return nan_high ? ~K(0) : K(0);
+  K bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  const K sign = K(1) << (8 * sizeof(K) - 1);
+  return (bits & sign) != 0 ? ~bits : (bits | sign);
+}
+
+template <class F>
+KOKKOS_INLINE_FUNCTION F from_order_key(order_key_t<F> k) {
+  using K = order_key_t<F>;
+  if (k == K(0) || k == ~K(0)) return std::numeric_limits<F>::quiet_NaN();
+  const K sign = K(1) << (8 * sizeof(K) - 1);
+  const K bits = (k & sign) != 0 ? (k ^ sign) : ~k;
+  F v;
+  std::memcpy(&v, &bits, sizeof v);
+  return v;
+}
+
+// data[0..n) in place: values to keys (to_keys) or keys back to values. Not fenced.
+template <class F, class Exec>
+void order_keys_in_place(const Exec& space, F* data, int64_t n, bool to_keys, bool nan_high) {
+  if (n == 0) return;
+  using K = order_key_t<F>;
+  Kokkos::parallel_for(
+      "darray::order_keys", Kokkos::RangePolicy<Exec, Kokkos::IndexType<int64_t>>(space, 0, n),
+      KOKKOS_LAMBDA(const int64_t i) {
+        K* keys = reinterpret_cast<K*>(data);
+        if (to_keys) {
+          const K k = order_key<F>(data[i], nan_high);
+          keys[i] = k;
+        } else {
+          const F v = from_order_key<F>(keys[i]);
+          data[i] = v;
+        }
+      });
+}
+
 template <class T, class Exec>
 void fill_kernel(const Exec& space, T* dst, int64_t n, T value) {
   if (n == 0) return;

@@ -221,7 +221,7 @@ Kokkos::View<T*, M> reduce_slots(const Exec& space, const CollectivePlan& plan, 
   if constexpr (nccl_reducible<T>()) {
     if (t.backend() == Backend::nccl) {
       check_same_reduction_of<T>(fingerprint_comm, op, plan);
-      nccl_allreduce(dynamic_cast<NcclTransport&>(t), slots.data(), plan.slot_elements, op);
+      nccl_allreduce(space, dynamic_cast<NcclTransport&>(t), slots.data(), plan.slot_elements, op);
       return slots;
     }
   }

@@ -57,18 +57,34 @@ inline ncclRedOp_t nccl_reduce_op(ReduceOp op) {
 }
 
 // In-place allreduce of `count` elements at device pointer data over the transport's processes. Collective over
-// them; returns once the result is in data.
-template <class T>
-void nccl_allreduce(NcclTransport& t, T* data, int64_t count, ReduceOp op) {
+// them; returns once the result is in data. Floating-point max and min run as an integer max/min of order keys
+// (element_ops.hpp), since NCCL's ncclMax/ncclMin drop NaN and JAX's pmax/pmin propagate it.
+template <class T, class Exec>
+void nccl_allreduce(const Exec& space, NcclTransport& t, T* data, int64_t count, ReduceOp op) {
   ncclComm_t comm = t.nccl_comm();
   const auto n = static_cast<std::size_t>(count) * static_cast<std::size_t>(ReduceScalar<T>::lanes);
   NcclWatchdog dog(to_string(op), nccl_timeout_seconds());
   dog.poll(comm);  // throws if an earlier error aborted the communicator
   DARRAY_CUDA_CHECK(cudaSetDevice(t.cuda_device()));
+  ncclDataType_t type = nccl_reduce_datatype<T>();
+  [[maybe_unused]] const bool keys = std::is_floating_point<T>::value && op != ReduceOp::sum;
+  if constexpr (std::is_floating_point<T>::value) {
+    if (keys) {
+      order_keys_in_place(space, data, count, /*to_keys=*/true, /*nan_high=*/op == ReduceOp::max);
+      space.fence();
+      type = sizeof(T) == 4 ? ncclUint32 : ncclUint64;
+    }
+  }
   // The caller fenced the kernels that wrote data; the default stream orders the reduction after them.
-  DARRAY_NCCL_CHECK_ASYNC(ncclAllReduce(data, data, n, nccl_reduce_datatype<T>(), nccl_reduce_op(op), comm, nullptr));
+  DARRAY_NCCL_CHECK_ASYNC(ncclAllReduce(data, data, n, type, nccl_reduce_op(op), comm, nullptr));
   dog.wait_ready(comm);
   dog.wait_stream(comm, nullptr);
+  if constexpr (std::is_floating_point<T>::value) {
+    if (keys) {
+      order_keys_in_place(space, data, count, /*to_keys=*/false, op == ReduceOp::max);
+      space.fence();
+    }
+  }
 }
 
 #endif  // DARRAY_HAS_NCCL
