@@ -68,8 +68,8 @@ TEST_CASE("numpy loads what save_npy writes, and load_npy reads what numpy write
      << "def expect(dtype, shape):\n"
      << "    a = np.arange(int(np.prod(shape, dtype=np.int64)), dtype=np.int64).reshape(shape)\n"
      << "    return {\n";
-  for (const std::string& t : {"float32", "float64", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64",
-                               "uint64", "complex64", "complex128"})
+  for (const char* t : {"float32", "float64", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
+                        "complex64", "complex128"})
     py << "        '" << t << "': lambda: " << darray::testing::npy_value_expr(t) << ",\n";
   py << "    }[dtype]()\n"
      << "def check(name, dtype, shape):\n"
