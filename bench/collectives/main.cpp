@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <darray/darray.hpp>
@@ -191,5 +192,34 @@ int main(int argc, char** argv) {
       }
       if (root) print_row(r);
     }
+  // What a reduction's always-on mismatch check costs (comm/detail/same_reduction.hpp): the raw MPI_Allreduce of a
+  // block, against the 16-byte fingerprint allreduce followed by the same MPI_Allreduce, timed in the same run.
+  if (np > 1 && std::find(ops.begin(), ops.end(), "psum") != ops.end()) {
+    if (root)
+      std::printf("\nreduction fingerprint: %10s %11s %13s %9s %9s\n", "B", "raw[us]", "raw+fp[us]", "ratio",
+                  "(median)");
+    for (const std::size_t size : sizes) {
+      const auto n = std::max<std::size_t>(1, size / 8);
+      std::vector<double> in(n, 1.0), out(n);
+      const int calls = calls_for(size);
+      auto raw = [&] {
+        MPI_Allreduce(in.data(), out.data(), static_cast<int>(n), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+      };
+      auto checked = [&] {
+        std::int64_t fp[2] = {12345, -12345};
+        MPI_Allreduce(MPI_IN_PLACE, fp, 2, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
+        raw();
+      };
+      Stats a, b;
+      for (int round = 0; round < 3; ++round) {  // alternated, so drifts of a shared machine hit both alike
+        const Stats ra = time_calls(reps, calls, raw), rb = time_calls(reps, calls, checked);
+        if (round == 0 || ra.min < a.min) a = ra;
+        if (round == 0 || rb.min < b.min) b = rb;
+      }
+      if (root)
+        std::printf("reduction fingerprint: %10zu %11.2f %13.2f %9.3f %9.3f\n", n * 8, a.min * 1e6, b.min * 1e6,
+                    b.min / a.min, b.median / a.median);
+    }
+  }
   return 0;
 }
