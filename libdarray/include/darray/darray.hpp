@@ -15,6 +15,7 @@
 #include "darray/array/from_single_device_arrays.hpp"
 #include "darray/array/gather.hpp"
 #include "darray/array/memory.hpp"
+#include "darray/array/owner_map.hpp"
 #include "darray/array/process_local.hpp"
 #include "darray/array/scatter.hpp"
 #include "darray/array/shard.hpp"
