@@ -380,11 +380,19 @@ std::vector<Grid> random_displacements(const Config& c, const darray::NamedShard
           darray::fft::irfftn(inverse_laplacian_gradient(delta_k, w, 2, c.sigma / rms), shape)};
 }
 
+// The initial lattice: particle (i, j, k) at ((i, j, k) + 1/2) box / n, the centres of the lattice's cells, as
+// FastPM's (pmesh's uniform particle grid, shift 1/2). On an n^3 mesh the particles then sit between the nodes, and
+// a node's CIC density is a centred difference of its two neighbours' displacements; on the nodes it would be a
+// one-sided one, with twice the error (the Zel'dovich test at n = 32: 4.9% instead of 2.3%).
+KOKKOS_INLINE_FUNCTION double lattice_point(int64_t i, double spacing) {
+  return (static_cast<double>(i) + 0.5) * spacing;
+}
+
 // The Zel'dovich plane wave: psi_x = A sin(2 pi q_x / box), A = box / (2 pi a_cross), so D(a) A 2 pi / box reaches
 // 1 (shell crossing) at a = a_cross.
 double plane_wave_amplitude(const Config& c) { return c.box / (2 * M_PI * c.a_cross); }
 
-// Particles on the n^3 lattice (spacing box / n, first one at the origin), each displaced by D(a) psi(q) and moving
+// Particles on the n^3 lattice (lattice_point), each displaced by D(a) psi(q) and moving
 // with p = gp(a) psi(q); each device makes the particles of its block of the lattice (sharded like the mesh).
 Particles initial_particles(const Config& c, const darray::NamedSharding& sharding, double a) {
   const Shape lattice{c.n, c.n, c.n};
@@ -400,7 +408,7 @@ Particles initial_particles(const Config& c, const darray::NamedSharding& shardi
     const Index b = devs[s].second;
     const int64_t e1 = b[1].size(), e2 = b[2].size(), count = darray::volume(b);
     Rows r(Kokkos::view_alloc("pm::particles", Kokkos::WithoutInitializing), count, WIDTH);
-    darray::detail::ShardView<double, 3> p0, p1, p2;
+    Grid::shard_type::view_type p0, p1, p2;
     if (random) {
       p0 = psi[0].addressable_shards()[s].data;
       p1 = psi[1].addressable_shards()[s].data;
@@ -411,7 +419,7 @@ Particles initial_particles(const Config& c, const darray::NamedSharding& shardi
         "pm::initial", count, KOKKOS_LAMBDA(int64_t p) {
           const int64_t i = p / (e1 * e2), j = p / e2 % e1, k = p % e2;
           const int64_t q[3] = {s0 + i, s1 + j, s2 + k};
-          double d[3] = {amp * sin(2 * M_PI * static_cast<double>(q[0]) / static_cast<double>(n)), 0, 0};
+          double d[3] = {amp * sin(2 * M_PI * lattice_point(q[0], spacing) / box), 0, 0};
           if (random) {
             d[0] = p0(i, j, k);
             d[1] = p1(i, j, k);
@@ -419,7 +427,7 @@ Particles initial_particles(const Config& c, const darray::NamedSharding& shardi
           }
           r(p, ID) = static_cast<double>((q[0] * n + q[1]) * n + q[2]);
           for (int m = 0; m < 3; ++m) {
-            double x = static_cast<double>(q[m]) * spacing + dx * d[m];
+            double x = lattice_point(q[m], spacing) + dx * d[m];
             while (x >= box) x -= box;
             while (x < 0) x += box;
             r(p, X + m) = x >= box ? 0.0 : x;
@@ -523,10 +531,10 @@ std::pair<double, double> zeldovich_error(const darray::DistributedArray<double,
   const auto err = darray::map_indexed(
       by, KOKKOS_LAMBDA(GlobalIndex<2> i, double v) {
         const int64_t id = i[0], q[3] = {id / (n * n), id / n % n, id % n};
-        const double s = sin(2 * M_PI * static_cast<double>(q[0]) / static_cast<double>(n));
+        const double s = sin(2 * M_PI * lattice_point(q[0], spacing) / box);
         if (i[1] >= X && i[1] < P) {
           const int m = static_cast<int>(i[1] - X);
-          const double expect = static_cast<double>(q[m]) * spacing + (m == 0 ? dx * s : 0.0);
+          const double expect = lattice_point(q[m], spacing) + (m == 0 ? dx * s : 0.0);
           double d = fabs(v - expect);
           while (d > box) d -= box;
           return (d < box - d ? d : box - d) / dx;
