@@ -107,7 +107,10 @@ int main(int argc, char** argv) {
       std::printf("mean per step (process 0), ms: paint %.2f fft %.2f force %.2f readout %.2f migrate %.2f step %.2f\n",
                   s * total.paint, s * total.fft, s * total.force, s * total.readout, s * total.migrate,
                   s * total.step);
-      std::printf("momentum: max over steps |sum p| / sum |p| = %.3e\n", worst_momentum);
+      // What summing N_p momenta in double precision may leave of an exact zero, relative to sum |p|.
+      const double bound = static_cast<double>(count) * std::ldexp(1.0, -52);
+      std::printf("momentum: max over steps |sum p| / sum |p| = %.3e (round-off bound N_p * 2^-52 = %.3e)\n",
+                  worst_momentum, bound);
       std::printf("mass: max over steps |painted - N_p| / N_p = %.3e\n", worst_mass);
       std::printf("particles: %lld after the run (expected %lld)\n", static_cast<long long>(rows_total),
                   static_cast<long long>(count));

@@ -131,7 +131,7 @@ KOKKOS_INLINE_FUNCTION void locate(double x, double inv_cell, int64_t n, int64_t
   if (c >= n) c -= n;
 }
 
-// The device that owns a particle's cell, as migrate() asks for it.
+// The device that owns a particle's cell.
 struct CellOwner {
   darray::OwnerMap<3> owner;
   double inv_cell;
@@ -143,6 +143,23 @@ struct CellOwner {
     return owner(c);
   }
 };
+
+// The destination of every row, f(const double* row) -> global device id, evaluated in a kernel where the rows
+// live (a GPU build never copies them to the host for it): one view per local device, as migrate() takes them.
+using Destinations = std::vector<Kokkos::View<const int*, darray::DefaultMemorySpace>>;
+template <class F>
+Destinations destinations(const Particles& particles, const F& f) {
+  Destinations out;
+  for (const Rows& r : particles.local_rows()) {
+    Kokkos::View<int*, darray::DefaultMemorySpace> d(Kokkos::view_alloc("pm::dest", Kokkos::WithoutInitializing),
+                                                     r.extent(0));
+    Kokkos::parallel_for(
+        "pm::destinations", static_cast<int64_t>(r.extent(0)), KOKKOS_LAMBDA(int64_t p) { d(p) = f(&r(p, 0)); });
+    out.push_back(d);
+  }
+  Kokkos::fence();
+  return out;
+}
 
 // The padded shard that belongs to each of the particles' local devices (matched by device id).
 inline std::vector<Padded> match_devices(const std::vector<darray::Device>& devices,
@@ -393,21 +410,26 @@ inline Particles initial_particles(const Config& c, const darray::NamedSharding&
   const Shape lattice{c.n, c.n, c.n};
   std::vector<Grid> psi;
   if (c.ic == "random") psi = random_displacements(c, sharding);
-  const auto devs = sharding.addressable_devices_indices_map(lattice);
+  const Particles empty(sharding.mesh(), WIDTH);  // for the local-device order the views are given in
   std::vector<Rows> rows;
   const double spacing = c.box / static_cast<double>(c.n), box = c.box, amp = plane_wave_amplitude(c);
   const double dx = EdS::growth(a), dp = EdS::gp(a);
   const int64_t n = c.n;
   const bool random = c.ic == "random";
-  for (std::size_t s = 0; s < devs.size(); ++s) {
-    const Index b = devs[s].second;
+  for (const darray::Device& dev : empty.local_devices()) {
+    const Index b = sharding.index(lattice, dev);
     const int64_t e1 = b[1].size(), e2 = b[2].size(), count = darray::volume(b);
     Rows r(Kokkos::view_alloc("pm::particles", Kokkos::WithoutInitializing), count, WIDTH);
     Grid::shard_type::view_type p0, p1, p2;
     if (random) {
-      p0 = psi[0].addressable_shards()[s].data;
-      p1 = psi[1].addressable_shards()[s].data;
-      p2 = psi[2].addressable_shards()[s].data;
+      auto of = [&](const Grid& g) {
+        for (const auto& shard : g.addressable_shards())
+          if (shard.device.id == dev.id) return shard.data;
+        return Grid::shard_type::view_type();
+      };
+      p0 = of(psi[0]);
+      p1 = of(psi[1]);
+      p2 = of(psi[2]);
     }
     const int64_t s0 = b[0].start, s1 = b[1].start, s2 = b[2].start;
     Kokkos::parallel_for(
@@ -460,37 +482,44 @@ inline std::array<double, 4> momentum(const Particles& particles) {
 
 // Particles not on the device that owns their cell (0 after every migration). Collective.
 inline int64_t misplaced(const Particles& particles, const CellOwner& owner) {
+  const Destinations dest = destinations(particles, owner);
   int64_t local = 0, total = 0;
-  for (std::size_t s = 0; s < particles.local_rows().size(); ++s) {
-    const Rows r = particles.local_rows()[s];
+  for (std::size_t s = 0; s < dest.size(); ++s) {
+    const auto d = dest[s];
     const int id = particles.local_devices()[s].id;
     int64_t bad = 0;
     Kokkos::parallel_reduce(
-        "pm::misplaced", static_cast<int64_t>(r.extent(0)),
-        KOKKOS_LAMBDA(int64_t p, int64_t & acc) { acc += owner(&r(p, 0)) != id ? 1 : 0; }, bad);
+        "pm::misplaced", static_cast<int64_t>(d.extent(0)),
+        KOKKOS_LAMBDA(int64_t p, int64_t & acc) { acc += d(p) != id ? 1 : 0; }, bad);
     local += bad;
   }
   MPI_Allreduce(&local, &total, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
   return total;
 }
 
+// The device whose block of ids holds a particle's id.
+struct IdOwner {
+  darray::OwnerMap<1> owner;
+  KOKKOS_INLINE_FUNCTION int operator()(const double* row) const {
+    const int64_t id = static_cast<int64_t>(row[ID]);
+    return owner(&id);
+  }
+};
+
 // The particles as an (N_p, 7) array in id order, in blocks of ids over a 1-D mesh of every device: each particle
 // migrates to the device whose block holds its id, and each device sorts its block.
 inline darray::DistributedArray<double, 2> by_id(const Particles& particles, int64_t count) {
   const darray::NamedSharding rows_sharding(darray::make_mesh({darray::device_count()}, {"p"}), darray::P("p"));
   const darray::OwnerMap<1> owner(Shape{count}, rows_sharding);
-  const Particles moved = darray::migrate(
-      particles, KOKKOS_LAMBDA(const double* row) {
-        const int64_t id = static_cast<int64_t>(row[ID]);
-        return owner(&id);
-      });
+  const Particles moved = darray::migrate(particles, destinations(particles, IdOwner{owner}));
   std::vector<std::pair<darray::Device, Rows>> blocks;
   for (std::size_t s = 0; s < moved.local_rows().size(); ++s) {
     auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), moved.local_rows()[s]);
     std::vector<int64_t> order(host.extent(0));
     std::iota(order.begin(), order.end(), 0);
     std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return host(a, ID) < host(b, ID); });
-    auto sorted = Kokkos::create_mirror_view(host);
+    // A new view: create_mirror_view of a host view would be the view itself, and the permutation would overwrite it.
+    Kokkos::View<double**, Kokkos::LayoutRight, Kokkos::HostSpace> sorted("pm::sorted", host.extent(0), WIDTH);
     for (std::size_t i = 0; i < order.size(); ++i)
       for (int c = 0; c < WIDTH; ++c) sorted(i, c) = host(order[i], c);
     Rows out(Kokkos::view_alloc("pm::by_id", Kokkos::WithoutInitializing), host.extent(0), WIDTH);
@@ -586,7 +615,7 @@ class Simulation {
         m_solver(m_c, m_sharding),
         m_particles(initial_particles(m_c, m_sharding, m_c.a_start)) {
     double t0 = now();
-    m_particles = darray::migrate(m_particles, m_solver.cell_owner());
+    m_particles = darray::migrate(m_particles, destinations(m_particles, m_solver.cell_owner()));
     m_setup.migrate = now() - t0;
     m_acc = m_solver.forces(m_particles, m_c.a_start, m_setup);
   }
@@ -599,7 +628,7 @@ class Simulation {
     for (std::size_t d = 0; d < m_acc.size(); ++d) kick(m_particles.local_rows()[d], m_acc[d], EdS::kick(a0, ah, a0));
     for (const Rows& r : m_particles.local_rows()) drift(r, EdS::drift(a0, a1, ah), m_c.box);
     const double tm = now();
-    m_particles = darray::migrate(m_particles, m_solver.cell_owner());
+    m_particles = darray::migrate(m_particles, destinations(m_particles, m_solver.cell_owner()));
     t.migrate += now() - tm;
     m_acc = m_solver.forces(m_particles, a1, t);
     for (std::size_t d = 0; d < m_acc.size(); ++d) kick(m_particles.local_rows()[d], m_acc[d], EdS::kick(ah, a1, a1));

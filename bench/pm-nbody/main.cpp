@@ -19,31 +19,22 @@ using darray_bench::time_calls;
 
 namespace {
 
-// Destination device of every row after one more drift of `factor` (the rows themselves unchanged, so every call
-// of migrate() moves the same rows): one view per local device.
-std::vector<Kokkos::View<const int*, darray::DefaultMemorySpace>> next_owners(const pm::Particles& particles,
-                                                                              const pm::CellOwner& owner, double factor,
-                                                                              double box) {
-  std::vector<Kokkos::View<const int*, darray::DefaultMemorySpace>> out;
-  for (const pm::Rows& r : particles.local_rows()) {
-    Kokkos::View<int*, darray::DefaultMemorySpace> dest("bench::dest", r.extent(0));
-    Kokkos::parallel_for(
-        "bench::next_owner", static_cast<int64_t>(r.extent(0)), KOKKOS_LAMBDA(int64_t p) {
-          double row[pm::WIDTH];
-          for (int c = 0; c < pm::WIDTH; ++c) row[c] = r(p, c);
-          for (int d = 0; d < 3; ++d) {
-            double x = row[pm::X + d] + factor * row[pm::P + d];
-            while (x >= box) x -= box;
-            while (x < 0) x += box;
-            row[pm::X + d] = x >= box ? 0.0 : x;
-          }
-          dest(p) = owner(row);
-        });
-    out.push_back(dest);
+// The device that would own a particle's cell after one more drift of `factor`.
+struct NextOwner {
+  pm::CellOwner owner;
+  double factor, box;
+  KOKKOS_INLINE_FUNCTION int operator()(const double* r) const {
+    double row[pm::WIDTH];
+    for (int c = 0; c < pm::WIDTH; ++c) row[c] = r[c];
+    for (int d = 0; d < 3; ++d) {
+      double x = row[pm::X + d] + factor * row[pm::P + d];
+      while (x >= box) x -= box;
+      while (x < 0) x += box;
+      row[pm::X + d] = x >= box ? 0.0 : x;
+    }
+    return owner(row);
   }
-  Kokkos::fence();
-  return out;
-}
+};
 
 }  // namespace
 
@@ -91,7 +82,9 @@ int main(int argc, char** argv) {
       // destination process beforehand (the self part included, as a particle code's own exchange would).
       const pm::Particles& particles = sim.particles();
       const double a0 = sim.a(), a1 = a0 + 0.1, ah = 0.5 * (a0 + a1);
-      const auto dest = next_owners(particles, sim.solver().cell_owner(), pm::EdS::drift(a0, a1, ah), c.box);
+      // The destinations after one more drift, the rows unchanged: every call of migrate() moves the same rows.
+      const pm::Destinations dest =
+          pm::destinations(particles, NextOwner{sim.solver().cell_owner(), pm::EdS::drift(a0, a1, ah), c.box});
       const Stats lib = time_calls(reps, calls, [&] { (void)darray::migrate(particles, dest); });
       std::vector<int> send_counts(static_cast<std::size_t>(np), 0), recv_counts(static_cast<std::size_t>(np));
       const auto all = darray::devices();
