@@ -174,22 +174,36 @@ inline std::vector<Padded> match_devices(const std::vector<darray::Device>& devi
   return out;
 }
 
+// Calls f(i, j, k, w) for the 8 nodes of the cloud of the particle at x[0..3): (i, j, k) the node's place in a padded
+// block whose corner is the global cell o, w its CIC weight. The one stencil of painting and both readouts.
+template <class F>
+KOKKOS_INLINE_FUNCTION void for_each_cic_node(const double* x, double inv_cell, int64_t n, const int64_t* o, F&& f) {
+  int64_t c[3];
+  double t[3];
+  for (int d = 0; d < 3; ++d) locate(x[d], inv_cell, n, c[d], t[d]);
+  for (int a = 0; a < 2; ++a)
+    for (int b = 0; b < 2; ++b)
+      for (int e = 0; e < 2; ++e)
+        f(c[0] + a - o[0], c[1] + b - o[1], c[2] + e - o[2],
+          (a ? t[0] : 1 - t[0]) * (b ? t[1] : 1 - t[1]) * (e ? t[2] : 1 - t[2]));
+}
+
+struct Corner {  // a padded block's first cell, global coordinates (device-copyable)
+  int64_t o[3];
+};
+inline Corner corner(const Padded& s) {
+  return Corner{{s.padded_index[0].start, s.padded_index[1].start, s.padded_index[2].start}};
+}
+
 // Adds each particle's unit mass to the 8 nodes around it. Every particle is on the device that owns its cell, so
 // the nodes are the device's block and its halo on the upper side.
 inline void paint(const Rows& rows, const Padded& s, double inv_cell, int64_t n) {
   const auto v = s.data;
-  const int64_t o0 = s.padded_index[0].start, o1 = s.padded_index[1].start, o2 = s.padded_index[2].start;
+  const Corner o = corner(s);
   Kokkos::parallel_for(
       "pm::paint", static_cast<int64_t>(rows.extent(0)), KOKKOS_LAMBDA(int64_t p) {
-        int64_t c[3];
-        double f[3];
-        for (int d = 0; d < 3; ++d) locate(rows(p, X + d), inv_cell, n, c[d], f[d]);
-        for (int a = 0; a < 2; ++a)
-          for (int b = 0; b < 2; ++b)
-            for (int e = 0; e < 2; ++e) {
-              const double w = (a ? f[0] : 1 - f[0]) * (b ? f[1] : 1 - f[1]) * (e ? f[2] : 1 - f[2]);
-              Kokkos::atomic_add(&v(c[0] + a - o0, c[1] + b - o1, c[2] + e - o2), w);
-            }
+        for_each_cic_node(&rows(p, X), inv_cell, n, o.o,
+                          [&](int64_t i, int64_t j, int64_t k, double w) { Kokkos::atomic_add(&v(i, j, k), w); });
       });
 }
 
@@ -197,21 +211,15 @@ inline void paint(const Rows& rows, const Padded& s, double inv_cell, int64_t n)
 inline void readout(const Rows& rows, const Padded& fx, const Padded& fy, const Padded& fz, const Accel& acc,
                     double inv_cell, int64_t n) {
   const auto v0 = fx.data, v1 = fy.data, v2 = fz.data;
-  const int64_t o0 = fx.padded_index[0].start, o1 = fx.padded_index[1].start, o2 = fx.padded_index[2].start;
+  const Corner o = corner(fx);
   Kokkos::parallel_for(
       "pm::readout", static_cast<int64_t>(rows.extent(0)), KOKKOS_LAMBDA(int64_t p) {
-        int64_t c[3];
-        double f[3], g[3] = {0, 0, 0};
-        for (int d = 0; d < 3; ++d) locate(rows(p, X + d), inv_cell, n, c[d], f[d]);
-        for (int a = 0; a < 2; ++a)
-          for (int b = 0; b < 2; ++b)
-            for (int e = 0; e < 2; ++e) {
-              const double w = (a ? f[0] : 1 - f[0]) * (b ? f[1] : 1 - f[1]) * (e ? f[2] : 1 - f[2]);
-              const int64_t i = c[0] + a - o0, j = c[1] + b - o1, k = c[2] + e - o2;
-              g[0] += w * v0(i, j, k);
-              g[1] += w * v1(i, j, k);
-              g[2] += w * v2(i, j, k);
-            }
+        double g[3] = {0, 0, 0};
+        for_each_cic_node(&rows(p, X), inv_cell, n, o.o, [&](int64_t i, int64_t j, int64_t k, double w) {
+          g[0] += w * v0(i, j, k);
+          g[1] += w * v1(i, j, k);
+          g[2] += w * v2(i, j, k);
+        });
         for (int d = 0; d < 3; ++d) acc(p, d) = g[d];
       });
 }
@@ -220,22 +228,16 @@ inline void readout(const Rows& rows, const Padded& fx, const Padded& fy, const 
 // -(phi(g + e_d) - phi(g - e_d)) / (2 cell), itself odd, so the forces still conserve momentum.
 inline void readout_fd(const Rows& rows, const Padded& phi, const Accel& acc, double inv_cell, int64_t n) {
   const auto v = phi.data;
-  const int64_t o0 = phi.padded_index[0].start, o1 = phi.padded_index[1].start, o2 = phi.padded_index[2].start;
+  const Corner o = corner(phi);
   const double scale = -0.5 * inv_cell;
   Kokkos::parallel_for(
       "pm::readout_fd", static_cast<int64_t>(rows.extent(0)), KOKKOS_LAMBDA(int64_t p) {
-        int64_t c[3];
-        double f[3], g[3] = {0, 0, 0};
-        for (int d = 0; d < 3; ++d) locate(rows(p, X + d), inv_cell, n, c[d], f[d]);
-        for (int a = 0; a < 2; ++a)
-          for (int b = 0; b < 2; ++b)
-            for (int e = 0; e < 2; ++e) {
-              const double w = (a ? f[0] : 1 - f[0]) * (b ? f[1] : 1 - f[1]) * (e ? f[2] : 1 - f[2]);
-              const int64_t i = c[0] + a - o0, j = c[1] + b - o1, k = c[2] + e - o2;
-              g[0] += w * scale * (v(i + 1, j, k) - v(i - 1, j, k));
-              g[1] += w * scale * (v(i, j + 1, k) - v(i, j - 1, k));
-              g[2] += w * scale * (v(i, j, k + 1) - v(i, j, k - 1));
-            }
+        double g[3] = {0, 0, 0};
+        for_each_cic_node(&rows(p, X), inv_cell, n, o.o, [&](int64_t i, int64_t j, int64_t k, double w) {
+          g[0] += w * scale * (v(i + 1, j, k) - v(i - 1, j, k));
+          g[1] += w * scale * (v(i, j + 1, k) - v(i, j - 1, k));
+          g[2] += w * scale * (v(i, j, k + 1) - v(i, j, k - 1));
+        });
         for (int d = 0; d < 3; ++d) acc(p, d) = g[d];
       });
 }
