@@ -6,6 +6,7 @@
 # a run one step shorter must be reported DIFFERENT. Arguments ("|"-separated lists, since add_test splits ";"):
 #   -DMPIEXEC=<mpiexec> -DMPIEXEC_FLAGS=<a|b> -DAPP=<pm-nbody> -DLAYOUTS=<np:hd|...> -DARGS=<a|b> -DWORKDIR=<dir>
 #   -DNAME=<file prefix> [-DMAX_ZELDOVICH=<bound>] [-DIMAGE=ON]
+include(${CMAKE_CURRENT_LIST_DIR}/../file_magic.cmake)
 string(REPLACE "|" ";" flags "${MPIEXEC_FLAGS}")
 string(REPLACE "|" ";" layouts "${LAYOUTS}")
 string(REPLACE "|" ";" args "${ARGS}")
@@ -71,18 +72,10 @@ foreach(layout IN LISTS layouts)
   endif()
   if(first STREQUAL "")
     set(first "${where}")
-    if(NOT EXISTS "${reference}")
-      message(FATAL_ERROR "no particle file written at ${where}")
-    endif()
+    expect_file_magic("${reference}" "934e554d5059" "a .npy file")
     if(IMAGE)
-      file(READ "${WORKDIR}/${NAME}.ppm" magic LIMIT 2 HEX)
-      if(NOT magic STREQUAL "5036")  # "P6"
-        message(FATAL_ERROR "${WORKDIR}/${NAME}.ppm is not a binary PPM (starts with bytes ${magic})")
-      endif()
-      file(READ "${WORKDIR}/${NAME}-density.npy" magic LIMIT 6 HEX)
-      if(NOT magic STREQUAL "934e554d5059")  # "\x93NUMPY"
-        message(FATAL_ERROR "${WORKDIR}/${NAME}-density.npy is not a .npy file (starts with bytes ${magic})")
-      endif()
+      expect_file_magic("${WORKDIR}/${NAME}.ppm" "5036" "a binary PPM")
+      expect_file_magic("${WORKDIR}/${NAME}-density.npy" "934e554d5059" "a .npy file")
     endif()
   elseif(NOT out MATCHES "compare: max relative difference from [^\n]* = [-+0-9.e]+ \\(tolerance [^)]*\\): same")
     message(FATAL_ERROR "final particles at ${where} differ from those at ${first}")
