@@ -279,7 +279,6 @@ class Solver {
       : m_c(c),
         m_n(c.mesh),
         m_shape{c.mesh, c.mesh, c.mesh},
-        m_sharding(sharding),
         m_inv_cell(static_cast<double>(c.mesh) / c.box),
         m_owner(m_shape, sharding),
         m_paint_halo(m_shape, sharding, {1, 1, 1}, darray::Boundary::periodic),
@@ -344,7 +343,6 @@ class Solver {
   Config m_c;
   int64_t m_n;
   Shape m_shape;
-  darray::NamedSharding m_sharding;
   double m_inv_cell;
   darray::OwnerMap<3> m_owner;
   darray::HaloExchange<double, 3> m_paint_halo, m_force_halo;
@@ -656,6 +654,8 @@ class Simulation {
     DARRAY_THROW_IF(!(c.a_end > c.a_start), InvalidArgument, "pm-nbody",
                     "--a-end " << c.a_end << " is not after --a-start " << c.a_start);
     DARRAY_THROW_IF(c.mesh < 2, InvalidArgument, "pm-nbody", "--mesh " << c.mesh << "; expected at least 2 cells");
+    DARRAY_THROW_IF(c.n > (int64_t{1} << 17), InvalidArgument, "pm-nbody",
+                    "--n " << c.n << "; expected at most 2^17 (particle ids are doubles, exact below 2^53)");
     return c;
   }
   static darray::fft::Decomposition decomposition(const Config& c) {
