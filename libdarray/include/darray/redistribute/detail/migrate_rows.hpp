@@ -1,7 +1,8 @@
 // The steps of migrate(): a stable counting sort of each local device's rows by destination (Kokkos kernels, so it
-// runs where the rows are), one exchange of the counts (and of any error) among the processes, then one MoveEngine
-// whose pieces are the runs of rows from one device to another, (rows x row_width) boxes between the sorted rows
-// and the new views.
+// runs where the rows are), one exchange of the counts (and of any error) among the processes, then the rows: those
+// bound for a device of this process scattered straight into their new view by the sort's last kernel, the others
+// into a send buffer grouped by destination, from which one MoveEngine moves each run of rows from one device to a
+// remote one as a (rows x row_width) box.
 #pragma once
 
 #include <mpi.h>
@@ -11,10 +12,13 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "darray/array/detail/host_loop.hpp"
+#include "darray/array/detail/stream_copy.hpp"
 #include "darray/array/detail/view.hpp"
 #include "darray/array/dtype.hpp"
 #include "darray/comm/check.hpp"
@@ -28,11 +32,15 @@
 namespace darray {
 namespace detail {
 
-// One device's rows grouped by destination: `rows` in mesh-position order of the destinations, stable within each;
-// `starts[k]` the first row bound for the device at mesh position k (starts[D] = rows).
+// One device's rows ordered by destination: places in mesh-position order of the destinations, stable within
+// each; `starts[k]` the first place bound for the device at mesh position k (starts[D] = rows). The rows are cut
+// into `chunks` runs of `per_chunk`; slots(k * chunks + c) is chunk c's first place bound for k. `rows` receives the
+// rows bound for other processes at their places.
 template <class T, class M>
 struct SortedRows {
   Kokkos::View<T**, Kokkos::LayoutRight, M> rows;
+  Kokkos::View<int64_t*, M> slots;
+  int64_t chunks = 0, per_chunk = 0;
   std::vector<int64_t> starts;
 };
 
@@ -72,12 +80,12 @@ int64_t first_invalid_row(const Kokkos::View<const int*, M>& dest, const Kokkos:
 
 // Stable counting sort of rows by destination mesh position. The rows are cut into C chunks; kernel 1 counts each
 // chunk's rows per destination (a chunk is one sequential loop, so no atomics), an exclusive scan over
-// (destination, chunk) gives each chunk its first slot per destination, kernel 2 hands out the slots in row order
-// and kernel 3 copies the rows to them, one work item per value.
+// (destination, chunk) gives each chunk its first place per destination; scatter_rows then hands out the places in
+// row order and moves each row there.
 template <class T, class M>
-SortedRows<T, M> sort_rows(const Kokkos::View<T**, Kokkos::LayoutRight, M>& rows,
-                           const Kokkos::View<const int*, M>& dest, const Kokkos::View<int*, M>& table,
-                           int64_t devices) {
+SortedRows<T, M> order_rows(const Kokkos::View<T**, Kokkos::LayoutRight, M>& rows,
+                            const Kokkos::View<const int*, M>& dest, const Kokkos::View<int*, M>& table,
+                            int64_t devices) {
   using Exec = typename M::execution_space;
   using Policy = Kokkos::RangePolicy<Exec, Kokkos::IndexType<int64_t>>;
   const int64_t n = static_cast<int64_t>(rows.extent(0)), width = static_cast<int64_t>(rows.extent(1));
@@ -112,21 +120,62 @@ SortedRows<T, M> sort_rows(const Kokkos::View<T**, Kokkos::LayoutRight, M>& rows
   auto starts = cached_view<Kokkos::View<int64_t*, M>>("darray::migrate starts", static_cast<std::size_t>(devices));
   Kokkos::parallel_for(
       "darray::migrate starts", Policy(0, devices), KOKKOS_LAMBDA(const int64_t k) { starts(k) = slots(k * chunks); });
-  auto position = cached_view<Kokkos::View<int64_t*, M>>("darray::migrate position", static_cast<std::size_t>(n));
-  Kokkos::parallel_for(
-      "darray::migrate place", Policy(0, chunks), KOKKOS_LAMBDA(const int64_t c) {
-        const int64_t end = c * per_chunk + per_chunk < n ? c * per_chunk + per_chunk : n;
-        for (int64_t i = c * per_chunk; i < end; ++i) position(i) = slots(table(dest(i)) * chunks + c)++;
-      });
-  const auto sorted = out.rows;
-  Kokkos::parallel_for(
-      "darray::migrate scatter", Policy(0, n * width), KOKKOS_LAMBDA(const int64_t e) {
-        const int64_t i = e / width, k = e - i * width;
-        sorted(position(i), k) = rows(i, k);
-      });
+  out.slots = slots;
+  out.chunks = chunks;
+  out.per_chunk = per_chunk;
   const auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), starts);  // fences
   for (int64_t k = 0; k < devices; ++k) out.starts[static_cast<std::size_t>(k)] = host(static_cast<std::size_t>(k));
   return out;
+}
+
+// Each row to its place: chunk by chunk, in row order, row i bound for mesh position k takes the next place p of
+// its chunk for k and goes to the address base(k) + p rows (base as an integer: for a destination on this process,
+// its new view's address, shifted by the run's first row there and back by starts[k], wrapping modulo 2^64; for the
+// others, the send buffer's).
+template <class T, class M>
+void scatter_rows(const Kokkos::View<T**, Kokkos::LayoutRight, M>& rows, const Kokkos::View<const int*, M>& dest,
+                  const Kokkos::View<int*, M>& table, const SortedRows<T, M>& order,
+                  const std::vector<std::uintptr_t>& bases) {
+  using Exec = typename M::execution_space;
+  const int64_t n = static_cast<int64_t>(rows.extent(0)), width = static_cast<int64_t>(rows.extent(1));
+  if (n == 0) return;
+  Kokkos::View<std::uintptr_t*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> host(
+      const_cast<std::uintptr_t*>(bases.data()), bases.size());
+  const auto base = Kokkos::create_mirror_view_and_copy(M(), host);
+  const auto slots = order.slots;
+  const int64_t chunks = order.chunks, per_chunk = order.per_chunk;
+  const Kokkos::RangePolicy<Exec, Kokkos::IndexType<int64_t>> policy(0, chunks);
+  if constexpr (host_execution_space_v<Exec>) {
+    // Host: large scatters write with streaming stores, as the engine's large local copies do (the new rows are
+    // not read again before the call returns, and skipping the read-for-ownership of each line saves a third).
+    const std::size_t row_bytes = static_cast<std::size_t>(width) * sizeof(T);
+    const bool streaming = static_cast<std::size_t>(n) * row_bytes >= streaming_min_total_bytes;
+    Kokkos::parallel_for("darray::migrate scatter", policy, [=](const int64_t c) {
+      const int64_t end = std::min(n, c * per_chunk + per_chunk);
+      for (int64_t i = c * per_chunk; i < end; ++i) {
+        const int k = table(dest(i));
+        const int64_t place = slots(k * chunks + c)++;
+        void* to = reinterpret_cast<void*>(base(k) + static_cast<std::uintptr_t>(place) * row_bytes);
+        if (streaming)
+          stream_copy_small(to, rows.data() + i * width, row_bytes);
+        else
+          std::memcpy(to, rows.data() + i * width, row_bytes);
+      }
+      if (streaming) stream_fence();
+    });
+  } else {
+    Kokkos::parallel_for(
+        "darray::migrate scatter", policy, KOKKOS_LAMBDA(const int64_t c) {
+          const int64_t end = c * per_chunk + per_chunk < n ? c * per_chunk + per_chunk : n;
+          for (int64_t i = c * per_chunk; i < end; ++i) {
+            const int k = table(dest(i));
+            const int64_t place = slots(k * chunks + c)++;
+            T* to = reinterpret_cast<T*>(base(k) + static_cast<std::uintptr_t>(place * width) * sizeof(T));
+            const T* from = rows.data() + i * width;
+            for (int64_t v = 0; v < width; ++v) to[v] = from[v];
+          }
+        });
+  }
 }
 
 // Device ids of a mesh for an error message: a range when they are consecutive, else the first ones.
@@ -162,11 +211,12 @@ std::vector<Kokkos::View<T**, Kokkos::LayoutRight, M>> migrate_rows(
   //    process has heard of it.
   std::array<int64_t, migrate_header_words> error{};
   std::vector<SortedRows<T, M>> sorted(locals.size());
+  Kokkos::View<int*, M> table;
   if (dest.size() != locals.size()) {
     error = {static_cast<int64_t>(MigrateError::dest_count), static_cast<int64_t>(dest.size()),
              static_cast<int64_t>(locals.size()), 0};
   } else {
-    const auto table = mesh_position_table<M>(mesh);
+    table = mesh_position_table<M>(mesh);
     for (std::size_t s = 0; s < locals.size() && error[0] == 0; ++s) {
       const int64_t n = static_cast<int64_t>(rows[s].extent(0));
       if (static_cast<int64_t>(dest[s].extent(0)) != n) {
@@ -181,11 +231,12 @@ std::vector<Kokkos::View<T**, Kokkos::LayoutRight, M>> migrate_rows(
         error = {static_cast<int64_t>(MigrateError::destination), locals[s].id, bad, value};
         break;
       }
-      sorted[s] = sort_rows<T, M>(rows[s], dest[s], table, devices);
+      sorted[s] = order_rows<T, M>(rows[s], dest[s], table, devices);
     }
   }
   if (error[0] != 0)
-    sorted.assign(locals.size(), SortedRows<T, M>{{}, std::vector<int64_t>(static_cast<std::size_t>(devices + 1), 0)});
+    sorted.assign(locals.size(),
+                  SortedRows<T, M>{{}, {}, 0, 0, std::vector<int64_t>(static_cast<std::size_t>(devices + 1), 0)});
 
   // 2. Counts: to every process, this process's error header and how many rows each of its devices sends to each
   //    of that process's devices (local-device order on both sides). Every pair talks, so one Alltoallv.
@@ -277,21 +328,29 @@ std::vector<Kokkos::View<T**, Kokkos::LayoutRight, M>> migrate_rows(
     r.stride[1] = 1;
     return r;
   };
+  // Where the scatter puts each source's rows, per destination mesh position: the send buffer, except for runs to
+  // a device of this process (see scatter_rows).
+  std::vector<std::vector<std::uintptr_t>> bases(mine);
+  for (std::size_t s = 0; s < mine; ++s)
+    bases[s].assign(static_cast<std::size_t>(devices), reinterpret_cast<std::uintptr_t>(sorted[s].rows.data()));
   for (std::size_t t = 0; t < mine; ++t) {
     auto& runs = into[t];
     std::sort(runs.begin(), runs.end(), [](const Run& x, const Run& y) { return x.src_id < y.src_id; });
+    int64_t total = 0;
+    for (const Run& r : runs) total += r.rows;
+    out.push_back(allocate_view<T, 2, M>("darray::ragged(" + to_string(locals[t]) + ")", {total, width}, false));
+    const auto k = static_cast<std::size_t>(positions[static_cast<std::size_t>(me)][t]);
     int64_t at = 0;
     for (const Run& r : runs) {
-      if (width > 0) {
-        if (r.process == me)
-          list.local.push_back(make_move(box(r.rows), region(r.src_slot, r.src_start), region(t, at)));
-        else
-          remote_recvs.push_back({{r.src_id, r.dst_id}, {r.process, make_move(box(r.rows), {}, region(t, at))}});
-      }
+      if (r.process == me)  // unsigned arithmetic: wraps when the run starts before its place in the sort
+        bases[r.src_slot][k] = reinterpret_cast<std::uintptr_t>(out[t].data()) +
+                               static_cast<std::uintptr_t>(at - r.src_start) * width * sizeof(T);
+      else if (width > 0)
+        remote_recvs.push_back({{r.src_id, r.dst_id}, {r.process, make_move(box(r.rows), {}, region(t, at))}});
       at += r.rows;
     }
-    out.push_back(allocate_view<T, 2, M>("darray::ragged(" + to_string(locals[t]) + ")", {at, width}, false));
   }
+  for (std::size_t s = 0; s < mine; ++s) scatter_rows<T, M>(rows[s], dest[s], table, sorted[s], bases[s]);
   // Remote pieces in the order both sides derive: by source device id, then destination device id.
   std::sort(remote_recvs.begin(), remote_recvs.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
   for (auto& r : remote_recvs) add_peer_move(list.recvs, r.second.first, std::move(r.second.second));
@@ -315,13 +374,15 @@ std::vector<Kokkos::View<T**, Kokkos::LayoutRight, M>> migrate_rows(
   std::sort(list.recvs.begin(), list.recvs.end(),
             [](const PeerMoves& x, const PeerMoves& y) { return x.process < y.process; });
 
-  // 5. The rows, on the exchange engine: same-process runs copied, the others on MPI or the device path.
+  // 5. The rows bound for other processes, on the exchange engine (MPI, or the device path's pack, transport and
+  //    unpack), once the scatter's kernels are done.
   std::vector<const T*> src(mine);
   std::vector<T*> dst(mine);
   for (std::size_t k = 0; k < mine; ++k) {
     src[k] = sorted[k].rows.data();
     dst[k] = out[k].data();
   }
+  Exec().fence();
   const MoveEngine engine(std::move(list), sizeof(T), "migrate");
   engine.run<T, M>(src, dst);
   return out;
