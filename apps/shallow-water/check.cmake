@@ -3,6 +3,7 @@
 # 1e-12) and writes a PPM image. Arguments ("|"-separated lists, since add_test would split ";" lists):
 #   -DMPIEXEC=<mpiexec> -DMPIEXEC_FLAGS=<a|b> -DAPP=<shallow-water> -DLAYOUTS=<np:hd|np:hd|...> -DARGS=<a|b>
 #   -DWORKDIR=<dir for the images>
+include(${CMAKE_CURRENT_LIST_DIR}/../file_magic.cmake)
 string(REPLACE "|" ";" flags "${MPIEXEC_FLAGS}")
 string(REPLACE "|" ";" layouts "${LAYOUTS}")
 string(REPLACE "|" ";" args "${ARGS}")
@@ -32,13 +33,7 @@ foreach(layout IN LISTS layouts)
   if(NOT change LESS 1e-12)
     message(FATAL_ERROR "mass not conserved at ${np} x ${hd}: relative change ${CMAKE_MATCH_1}")
   endif()
-  if(NOT EXISTS "${image}")
-    message(FATAL_ERROR "no image written at ${np} x ${hd}")
-  endif()
-  file(READ "${image}" magic LIMIT 2 HEX)
-  if(NOT magic STREQUAL "5036")  # "P6"
-    message(FATAL_ERROR "${image} is not a binary PPM (starts with bytes ${magic})")
-  endif()
+  expect_file_magic("${image}" "5036" "a binary PPM")
   if(reference STREQUAL "")
     set(reference "${checksum}")
     set(reference_layout "${np} x ${hd}")

@@ -7,6 +7,13 @@
 #include "darray/core/error.hpp"
 #include "darray/core/index.hpp"
 
+// block_owner also runs in device kernels (array/owner_map.hpp: particle -> device lookups).
+#if defined(__CUDACC__) || defined(__HIPCC__)
+#define DARRAY_HOST_DEVICE __host__ __device__
+#else
+#define DARRAY_HOST_DEVICE
+#endif
+
 namespace darray {
 
 inline int64_t block_start(int64_t n, int64_t k, int64_t i) {
@@ -21,7 +28,7 @@ inline Slice block_slice(int64_t n, int64_t k, int64_t i) {
 }
 
 // The part that holds element x (0 <= x < n). O(1).
-inline int64_t block_owner(int64_t n, int64_t k, int64_t x) {
+DARRAY_HOST_DEVICE inline int64_t block_owner(int64_t n, int64_t k, int64_t x) {
   const int64_t q = n / k, r = n % k;
   const int64_t big = r * (q + 1);  // elements held by the first r parts
   if (x < big) return x / (q + 1);

@@ -1,11 +1,13 @@
 // Halo exchange: each device holds its block in a padded view with its neighbours' border cells around it, corners
 // included. HaloExchange is built once and refreshes the halos in place every time step, one phase per dim, each
-// message going only to a device within the halo width along that dim (no all-to-all).
+// message going only to a device within the halo width along that dim (no all-to-all). accumulate() is the reverse:
+// ghost cells' values are added into the cells they stand for (a particle-mesh deposit, DMLocalToGlobal ADD_VALUES).
 #pragma once
 
 #include <mpi.h>
 
 #include <Kokkos_Core.hpp>
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -73,27 +75,22 @@ class HaloExchange {
       m_fills.push_back(Fill{slot, darray::detail::box_copy_geometry(whole, whole, f.region)});
     }
     // One engine per phase; buffers are the padded blocks in local-device order, both source and destination.
-    for (const HaloPhase& ph : m_plan.phases()) {
-      darray::detail::MoveList list;
-      auto src_region = [&](const HaloPiece& p) {
-        return darray::detail::row_major_region(static_cast<int>(m_slot.at(p.src.id)), p.src_frame, p.region);
-      };
-      auto dst_region = [&](const HaloPiece& p) {
-        return darray::detail::row_major_region(static_cast<int>(m_slot.at(p.dst.id)),
-                                                full_index(box_shape(m_plan.padded_index(p.dst))), p.region);
-      };
-      for (const HaloPiece& p : ph.local)
-        list.local.push_back(darray::detail::make_move(p.region, src_region(p), dst_region(p)));
-      for (const HaloPeer& peer : ph.sends)
-        for (const HaloPiece& p : peer.pieces)
-          darray::detail::add_peer_move(list.sends, peer.process,
-                                        darray::detail::make_move(p.region, src_region(p), {}));
-      for (const HaloPeer& peer : ph.recvs)
-        for (const HaloPiece& p : peer.pieces)
-          darray::detail::add_peer_move(list.recvs, peer.process,
-                                        darray::detail::make_move(p.region, {}, dst_region(p)));
-      m_engines.push_back(
-          std::make_shared<const darray::detail::MoveEngine>(std::move(list), sizeof(T), "halo exchange"));
+    for (const HaloPhase& ph : m_plan.phases()) m_engines.push_back(phase_engine(ph, false));
+    // The halo of each padded block as disjoint slabs: along dim d, the cells outside the block along d, inside it
+    // along earlier dims and anywhere along later ones. accumulate() zeroes them.
+    for (std::size_t slot = 0; slot < devs.size(); ++slot) {
+      const Index whole = full_index(box_shape(m_padded[slot]));
+      const Index block = m_plan.sharding().index(m_plan.shape(), devs[slot]);
+      Index slab = whole;
+      for (std::size_t d = 0; d < static_cast<std::size_t>(N); ++d) {
+        const int64_t w = m_plan.widths()[d], stop = whole[d].stop;
+        for (const Slice side : {Slice{0, std::min(w, stop)}, Slice{std::min(w + block[d].size(), stop), stop}}) {
+          slab[d] = side;
+          if (volume(slab) > 0)
+            m_halo_cells.push_back(Fill{slot, darray::detail::box_copy_geometry(whole, whole, slab)});
+        }
+        slab[d] = Slice{w, w + block[d].size()};
+      }
     }
   }
 
@@ -150,14 +147,34 @@ class HaloExchange {
     space.fence();  // kernels may still be writing the blocks
     for (const Fill& f : m_fills) detail::fill_region(space, shards[f.slot].data.data(), f.geometry, m_fill);
     space.fence();  // the phases send cells next to the ones the fills wrote
-    m_src.resize(shards.size());
-    m_dst.resize(shards.size());
-    for (std::size_t k = 0; k < shards.size(); ++k) {
-      m_src[k] = shards[k].data.data();
-      m_dst[k] = shards[k].data.data();
-    }
+    set_buffers(shards);
     // Phase after phase: a later dim's pieces carry the corners an earlier phase filled.
     for (const auto& engine : m_engines) engine->run<T, M>(m_src, m_dst, m_buffers);
+  }
+
+  // The reverse of exchange(): every halo cell's value is added into the cell of the domain it stands for (wrapped
+  // along periodic dims, on whichever device's block holds it, its own block included), halo cells outside the
+  // domain along open dims are dropped, and then every halo cell is set to T{}, so a deposit into the padded shards
+  // can be accumulated again next step. The adjoint of exchange() with fill T{}: <exchange(x), y> = <x,
+  // accumulate(y)>. The phases of exchange() run in reverse order with sources and destinations swapped, which
+  // carries corner cells home through the edges. Collective over the processes of the job.
+  void accumulate(const std::vector<shard_type>& shards) const {
+    static_assert(darray::detail::addable_v<T>, "HaloExchange::accumulate adds elements: T needs +=");
+    check(shards);
+    if (consistency_checks_enabled())
+      check_consistent(darray::detail::world_comm(), "halo accumulate shape " + shape_to_string(m_plan.shape()) +
+                                                         " sharding " + m_plan.sharding().to_string() + " widths " +
+                                                         shape_to_string(m_plan.widths()) + " dtype " +
+                                                         dtype_name<T>());
+    if (m_reverse_engines.empty() && !m_plan.phases().empty())  // built on first use: many programs never call it
+      for (auto it = m_plan.phases().rbegin(); it != m_plan.phases().rend(); ++it)
+        m_reverse_engines.push_back(phase_engine(*it, true));
+    Exec space;
+    space.fence();  // kernels may still be writing the halos
+    set_buffers(shards);
+    for (const auto& engine : m_reverse_engines) engine->run<T, M>(m_src, m_dst, m_buffers);
+    for (const Fill& f : m_halo_cells) detail::fill_region(space, shards[f.slot].data.data(), f.geometry, T{});
+    space.fence();
   }
 
   // The blocks of padded shards as a DistributedArray (a copy without the halos), e.g. to gather or save them.
@@ -185,6 +202,46 @@ class HaloExchange {
       r[k] = Slice{w, w + s.index[k].size()};
     }
     return r;
+  }
+
+  void set_buffers(const std::vector<shard_type>& shards) const {
+    m_src.resize(shards.size());
+    m_dst.resize(shards.size());
+    for (std::size_t k = 0; k < shards.size(); ++k) {
+      m_src[k] = shards[k].data.data();
+      m_dst[k] = shards[k].data.data();
+    }
+  }
+
+  // The engine of one phase. Forward: each piece copied from its source block's cells into the destination's halo.
+  // Reverse (accumulate): the destination's halo cells added into the source block's cells, sends and receives
+  // swapped (each side derives the same pieces in the same order, so the k-th move still matches the peer's k-th).
+  std::shared_ptr<const darray::detail::MoveEngine> phase_engine(const HaloPhase& ph, bool reverse) const {
+    darray::detail::MoveList list;
+    auto src_region = [&](const HaloPiece& p) {
+      return darray::detail::row_major_region(static_cast<int>(m_slot.at(p.src.id)), p.src_frame, p.region);
+    };
+    auto dst_region = [&](const HaloPiece& p) {
+      return darray::detail::row_major_region(static_cast<int>(m_slot.at(p.dst.id)),
+                                              full_index(box_shape(m_plan.padded_index(p.dst))), p.region);
+    };
+    for (const HaloPiece& p : ph.local)
+      list.local.push_back(reverse ? darray::detail::make_move(p.region, dst_region(p), src_region(p))
+                                   : darray::detail::make_move(p.region, src_region(p), dst_region(p)));
+    for (const HaloPeer& peer : ph.sends)
+      for (const HaloPiece& p : peer.pieces)
+        darray::detail::add_peer_move(reverse ? list.recvs : list.sends, peer.process,
+                                      reverse ? darray::detail::make_move(p.region, {}, src_region(p))
+                                              : darray::detail::make_move(p.region, src_region(p), {}));
+    for (const HaloPeer& peer : ph.recvs)
+      for (const HaloPiece& p : peer.pieces)
+        darray::detail::add_peer_move(reverse ? list.sends : list.recvs, peer.process,
+                                      reverse ? darray::detail::make_move(p.region, dst_region(p), {})
+                                              : darray::detail::make_move(p.region, {}, dst_region(p)));
+    if (!reverse)
+      return std::make_shared<const darray::detail::MoveEngine>(std::move(list), sizeof(T), "halo exchange");
+    return std::make_shared<const darray::detail::MoveEngine>(std::move(list), sizeof(T), "halo accumulate",
+                                                              darray::detail::CopyOp::add);
   }
 
   void check(const std::vector<shard_type>& shards) const {
@@ -216,10 +273,12 @@ class HaloExchange {
   std::unordered_map<int, std::size_t> m_slot;  // device id -> position in local-device order
   std::vector<Index> m_padded;                  // padded box of each local device
   std::vector<Fill> m_fills;
+  std::vector<Fill> m_halo_cells;       // every halo cell of each padded block, as disjoint slabs
   mutable std::vector<const T*> m_src;  // the blocks' pointers, kept so that an exchange allocates nothing
   mutable std::vector<T*> m_dst;
-  std::vector<std::shared_ptr<const darray::detail::MoveEngine>> m_engines;  // one per phase
-  mutable darray::detail::EngineBuffers<T, M> m_buffers;                     // staging of the device path
+  std::vector<std::shared_ptr<const darray::detail::MoveEngine>> m_engines;                  // one per phase
+  mutable std::vector<std::shared_ptr<const darray::detail::MoveEngine>> m_reverse_engines;  // accumulate's
+  mutable darray::detail::EngineBuffers<T, M> m_buffers;  // staging of the device path
 };
 
 // One-shot: a's blocks padded by `widths` with their neighbours' cells (corners included). Collective. For a time

@@ -56,6 +56,22 @@ inline void stream_copy(void* dst, const void* src, std::size_t bytes) {
 #endif
 }
 
+// A small copy (a row of a table, a few cache lines) with streaming stores when dst is 16-byte aligned and bytes a
+// multiple of 16, as rows scattered over large arrays are; memcpy otherwise. The caller issues stream_fence() once
+// its copies are done.
+inline void stream_copy_small(void* dst, const void* src, std::size_t bytes) {
+#if DARRAY_HAS_STREAMING_STORES
+  if ((reinterpret_cast<std::uintptr_t>(dst) & 15) == 0 && bytes % 16 == 0) {
+    auto* d = static_cast<unsigned char*>(dst);
+    const auto* s = static_cast<const unsigned char*>(src);
+    for (std::size_t i = 0; i < bytes; i += 16)
+      _mm_stream_si128(reinterpret_cast<__m128i*>(d + i), _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i)));
+    return;
+  }
+#endif
+  std::memcpy(dst, src, bytes);
+}
+
 // Orders the streaming stores issued so far before any later store (call once at the end of a copy phase, before
 // the data is handed to another thread, process or device).
 inline void stream_fence() {

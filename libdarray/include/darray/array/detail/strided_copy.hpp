@@ -2,7 +2,8 @@
 // element strides (row-major blocks of different boxes, permuted axis orders, packed message buffers). Every pack,
 // unpack and same-process copy of the exchange engine, the collectives, the halo and the FFT runs through it. The
 // geometry is simplified first (unit dims dropped, dims ordered by the destination's strides, dims contiguous on
-// both sides merged), so the host copies long memcpy runs and a device kernel walks few dims.
+// both sides merged), so the host copies long memcpy runs and a device kernel walks few dims. The same copy may add
+// into the destination instead of overwriting it (CopyOp::add: the halo accumulation, the adjoint of the fill).
 #pragma once
 
 #include <Kokkos_Core.hpp>
@@ -11,6 +12,7 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 
 #include "darray/array/detail/stream_copy.hpp"
 #include "darray/array/detail/view.hpp"
@@ -21,6 +23,17 @@ namespace darray {
 namespace detail {
 
 inline constexpr int max_copy_rank = 8;
+
+// What a copy does with each destination element: overwrite it, or add the source element into it.
+enum class CopyOp { assign, add };
+
+// Whether CopyOp::add can be instantiated for T (t += s).
+template <class T, class = void>
+struct addable : std::false_type {};
+template <class T>
+struct addable<T, std::void_t<decltype(std::declval<T&>() += std::declval<const T&>())>> : std::true_type {};
+template <class T>
+inline constexpr bool addable_v = addable<T>::value;
 
 // A region of `extent` elements per dim, at src_offset + sum(i[d] * src_stride[d]) in the source and likewise in
 // the destination (all in elements). Flat arrays, so a device kernel captures it by value.
@@ -115,14 +128,14 @@ inline CopyGeometry simplify(const CopyGeometry& in) {
 }
 
 // Host copy of a simplified geometry: memcpy (or streaming stores) of the inner run where both sides are
-// contiguous along it, an element loop otherwise.
-template <class T>
+// contiguous along it, an element loop otherwise (always an element loop for CopyOp::add).
+template <class T, CopyOp Op = CopyOp::assign>
 void strided_copy_host(const T* src, T* dst, const CopyGeometry& g, bool streaming) {
   static_assert(std::is_trivially_copyable<T>::value, "array elements are copied as bytes");
   const int inner = g.rank - 1;
   const int64_t run = g.extent[inner];
   if (run == 0) return;
-  const bool contiguous = g.src_stride[inner] == 1 && g.dst_stride[inner] == 1;
+  const bool contiguous = Op == CopyOp::assign && g.src_stride[inner] == 1 && g.dst_stride[inner] == 1;
   const std::size_t run_bytes = static_cast<std::size_t>(run) * sizeof(T);
   int64_t counter[max_copy_rank] = {};
   const T* s = src + g.src_offset;
@@ -135,7 +148,10 @@ void strided_copy_host(const T* src, T* dst, const CopyGeometry& g, bool streami
         std::memcpy(static_cast<void*>(t), static_cast<const void*>(s), run_bytes);
     } else {
       const int64_t a = g.src_stride[inner], b = g.dst_stride[inner];
-      for (int64_t k = 0; k < run; ++k) t[k * b] = s[k * a];
+      if constexpr (Op == CopyOp::add)
+        for (int64_t k = 0; k < run; ++k) t[k * b] += s[k * a];
+      else
+        for (int64_t k = 0; k < run; ++k) t[k * b] = s[k * a];
     }
     int d = inner;
     while (true) {
@@ -153,7 +169,7 @@ void strided_copy_host(const T* src, T* dst, const CopyGeometry& g, bool streami
 
 // Device copy of a simplified geometry: one work item per element, the destination's innermost dim fastest
 // (coalesced writes); 32-bit index arithmetic when the region allows it. Not fenced.
-template <class I, class T, class ExecSpace>
+template <class I, CopyOp Op, class T, class ExecSpace>
 void strided_copy_kernel_impl(const ExecSpace& space, const T* src, T* dst, const CopyGeometry& g, int64_t n) {
   const T* s0 = src + g.src_offset;
   T* t0 = dst + g.dst_offset;
@@ -171,32 +187,36 @@ void strided_copy_kernel_impl(const ExecSpace& space, const T* src, T* dst, cons
         }
         s += static_cast<int64_t>(rest) * g.src_stride[0];
         t += static_cast<int64_t>(rest) * g.dst_stride[0];
-        t0[t] = s0[s];
+        if constexpr (Op == CopyOp::add)
+          t0[t] += s0[s];
+        else
+          t0[t] = s0[s];
       });
 }
 
-template <class T, class ExecSpace>
+template <CopyOp Op = CopyOp::assign, class T, class ExecSpace>
 void strided_copy_kernel(const ExecSpace& space, const T* src, T* dst, const CopyGeometry& g) {
   const int64_t n = g.elements();
   if (n == 0) return;
   if (n <= INT32_MAX)
-    strided_copy_kernel_impl<int32_t>(space, src, dst, g, n);
+    strided_copy_kernel_impl<int32_t, Op>(space, src, dst, g, n);
   else
-    strided_copy_kernel_impl<int64_t>(space, src, dst, g, n);
+    strided_copy_kernel_impl<int64_t, Op>(space, src, dst, g, n);
 }
 
 // Copies the region `g` describes between buffers of MemorySpace: on the host right away (memcpy runs), elsewhere
 // by a kernel on `space` (fence before MPI or NCCL reads the destination). `streaming` (host only) writes with
-// non-temporal stores; the caller then issues stream_fence() once its copies are done.
-template <class T, class MemorySpace, class ExecSpace>
+// non-temporal stores; the caller then issues stream_fence() once its copies are done. CopyOp::add adds into the
+// destination (kernels on one execution space run in order, so pieces adding into the same cells need no atomics).
+template <class T, class MemorySpace, CopyOp Op = CopyOp::assign, class ExecSpace>
 void strided_copy(const ExecSpace& space, const T* src, T* dst, const CopyGeometry& g, bool streaming = false) {
   const CopyGeometry s = simplify(g);
   if constexpr (host_accessible_v<MemorySpace>) {
     (void)space;
-    strided_copy_host(src, dst, s, streaming);
+    strided_copy_host<T, Op>(src, dst, s, streaming && Op == CopyOp::assign);
   } else {
     (void)streaming;
-    strided_copy_kernel(space, src, dst, s);
+    strided_copy_kernel<Op>(space, src, dst, s);
   }
 }
 

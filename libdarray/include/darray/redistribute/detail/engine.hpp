@@ -11,6 +11,8 @@
 //   through host mirrors), unpack kernels; same-process pieces as device copies.
 // No call makes a collective decision: the method follows from the memory space and the agreed backend, so the
 // only MPI traffic is the data itself.
+// An engine built with CopyOp::add adds every piece into its destination instead of overwriting it (the halo
+// accumulation): received pieces then always land in staging and are added from there, on both paths.
 #pragma once
 
 #include <mpi.h>
@@ -192,9 +194,9 @@ struct EngineBuffers {
 class MoveEngine {
  public:
   // `api` names the operation in errors ("reshard", "fft transpose", ...); `element_bytes` the element size the
-  // datatypes of the host path are built for.
-  MoveEngine(MoveList list, std::size_t element_bytes, const char* api)
-      : m_list(std::move(list)), m_element_bytes(element_bytes), m_api(api) {
+  // datatypes of the host path are built for; `op` whether pieces overwrite their destination or add into it.
+  MoveEngine(MoveList list, std::size_t element_bytes, const char* api, CopyOp op = CopyOp::assign)
+      : m_list(std::move(list)), m_element_bytes(element_bytes), m_api(api), m_op(op) {
     DARRAY_THROW_IF(element_bytes == 0, InvalidArgument, api, "element size 0; expected a positive size");
     m_colors = job_colors(m_list.colors, process_count());
     for (const PeerMoves& p : m_list.sends) m_send_elements += p.elements;
@@ -208,7 +210,7 @@ class MoveEngine {
     }
     // Large local phases stream their stores: the destination is not read again before the call returns, and
     // skipping the read-for-ownership of each destination line is worth about a third of the copy time.
-    m_streaming = static_cast<std::size_t>(local_bytes) >= streaming_min_total_bytes;
+    m_streaming = op == CopyOp::assign && static_cast<std::size_t>(local_bytes) >= streaming_min_total_bytes;
     // Host path: the pieces to or from a peer travel as one packed message when they are several and small (the
     // rule depends only on what both sides know alike: the pieces' count and size), one message per piece otherwise.
     int64_t at = 0;
@@ -223,7 +225,7 @@ class MoveEngine {
     m_pack_elements = at;
     at = 0;
     for (const PeerMoves& p : m_list.recvs) {
-      const bool packed = coalesced(p);
+      const bool packed = staged(p);
       for (const Move& m : p.moves) {
         if (packed) {
           for (const Region& d : m.dst)
@@ -243,6 +245,7 @@ class MoveEngine {
   MoveEngine& operator=(const MoveEngine&) = delete;
 
   const MoveList& moves() const { return m_list; }
+  CopyOp op() const { return m_op; }
   int64_t send_elements() const { return m_send_elements; }
   int64_t recv_elements() const { return m_recv_elements; }
   std::size_t element_bytes() const { return m_element_bytes; }
@@ -254,10 +257,15 @@ class MoveEngine {
     DARRAY_THROW_IF(sizeof(T) != m_element_bytes, InvalidArgument, m_api,
                     "element type of " << sizeof(T) << " bytes given to an exchange planned for " << m_element_bytes
                                        << "-byte elements");
-    if (direct_host_access<M>())
-      run_direct(src, dst);
-    else
-      run_staged(src, dst, buffers);
+    if (m_op == CopyOp::add) {
+      if constexpr (addable_v<T>) {
+        run_op<T, M, CopyOp::add>(src, dst, buffers);
+        return;
+      } else {
+        DARRAY_THROW(NotSupported, m_api, "elements of type " << dtype_name<T>() << " cannot be added");
+      }
+    }
+    run_op<T, M, CopyOp::assign>(src, dst, buffers);
   }
 
   template <class T, class M>
@@ -275,6 +283,14 @@ class MoveEngine {
  private:
   static constexpr int tag = 0x4d56;  // "MV"
 
+  template <class T, class M, CopyOp Op>
+  void run_op(const std::vector<const T*>& src, const std::vector<T*>& dst, EngineBuffers<T, M>& buffers) const {
+    if (direct_host_access<M>())
+      run_direct<T, Op>(src, dst);
+    else
+      run_staged<T, M, Op>(src, dst, buffers);
+  }
+
   // A copy between two of the run's buffers (local pieces, and received pieces fanned out to further destinations),
   // its geometry simplified once when the engine is built.
   struct BufferCopy {
@@ -291,6 +307,9 @@ class MoveEngine {
     return pieces > 1 && bytes <= std::min(std::size_t(4) << 20, m_max_message_bytes) &&
            (bytes <= std::size_t(64) << 10 || bytes <= pieces * (std::size_t(32) << 10));
   }
+
+  // Whether the pieces from a peer arrive in staging (packed, or added into their destinations from there).
+  bool staged(const PeerMoves& p) const { return m_op == CopyOp::add || coalesced(p); }
 
   struct Message {
     int process;
@@ -382,7 +401,16 @@ class MoveEngine {
         add_packed(m_recv_messages, p, at);
         continue;
       }
-      for (const Move& m : p.moves) add(m_recv_messages, p.process, m, m.dst.front());
+      for (const Move& m : p.moves) {
+        if (!staged(p)) {
+          add(m_recv_messages, p.process, m, m.dst.front());
+          continue;
+        }
+        Region r = packed_region(m, at);  // each piece's messages into its packed place in staging
+        r.buffer = staging;
+        add(m_recv_messages, p.process, m, r);
+        at += m.elements();
+      }
     }
     at = 0;
     for (const PeerMoves& p : m_list.sends) {
@@ -397,11 +425,11 @@ class MoveEngine {
   }
 
   // The local pieces, copied while the messages fly.
-  template <class T>
+  template <class T, CopyOp Op>
   void copy_local_host(const std::vector<const T*>& src, const std::vector<T*>& dst) const {
     for (const BufferCopy& c : m_local_copies)
-      strided_copy_host(src[static_cast<std::size_t>(c.src)], dst[static_cast<std::size_t>(c.dst)], c.geometry,
-                        m_streaming);
+      strided_copy_host<T, Op>(src[static_cast<std::size_t>(c.src)], dst[static_cast<std::size_t>(c.dst)], c.geometry,
+                               m_streaming);
     if (m_streaming) stream_fence();
   }
 
@@ -429,7 +457,7 @@ class MoveEngine {
     }
   }
 
-  template <class T>
+  template <class T, CopyOp Op>
   void run_direct(const std::vector<const T*>& src, const std::vector<T*>& dst) const {
     constexpr int dtype = dtype_code<T>();
     last_staging_bytes() = 0;
@@ -466,7 +494,7 @@ class MoveEngine {
       }
     }
     try {
-      copy_local_host(src, dst);
+      copy_local_host<T, Op>(src, dst);
       m_statuses.resize(requests.size());
       wait_all_until(requests, m_api, peers, m_statuses.data());
     } catch (...) {
@@ -481,11 +509,11 @@ class MoveEngine {
     check_received<T>(dtype);
     const T* const stage_recv = reinterpret_cast<const T*>(staging_words(1, words(m_unpack_elements)));
     for (const BufferCopy& k : m_unpack_copies)
-      strided_copy_host(stage_recv, dst[static_cast<std::size_t>(k.dst)], k.geometry, false);
+      strided_copy_host<T, Op>(stage_recv, dst[static_cast<std::size_t>(k.dst)], k.geometry, false);
     fan_out_host(dst);
   }
 
-  template <class T, class M>
+  template <class T, class M, CopyOp Op>
   void run_staged(const std::vector<const T*>& src, const std::vector<T*>& dst, EngineBuffers<T, M>& buffers) const {
     using Exec = typename M::execution_space;
     const Exec space;
@@ -503,7 +531,8 @@ class MoveEngine {
         at += m.elements();
       }
     for (const BufferCopy& c : m_local_copies)
-      strided_copy<T, M>(space, src[static_cast<std::size_t>(c.src)], dst[static_cast<std::size_t>(c.dst)], c.geometry);
+      strided_copy<T, M, Op>(space, src[static_cast<std::size_t>(c.src)], dst[static_cast<std::size_t>(c.dst)],
+                             c.geometry);
     space.fence();  // the transport reads what the kernels wrote
 
     {
@@ -546,8 +575,8 @@ class MoveEngine {
     for (const PeerMoves& p : m_list.recvs)
       for (const Move& m : p.moves) {
         for (const Region& d : m.dst)
-          strided_copy<T, M>(space, static_cast<const T*>(recv), dst[static_cast<std::size_t>(d.buffer)],
-                             move_geometry(m, packed_region(m, at), d));
+          strided_copy<T, M, Op>(space, static_cast<const T*>(recv), dst[static_cast<std::size_t>(d.buffer)],
+                                 move_geometry(m, packed_region(m, at), d));
         at += m.elements();
       }
     space.fence();
@@ -556,6 +585,7 @@ class MoveEngine {
   MoveList m_list;
   std::size_t m_element_bytes;
   const char* m_api;
+  CopyOp m_op;
   std::vector<int> m_colors;
   int64_t m_send_elements = 0, m_recv_elements = 0;
   std::size_t m_max_message_bytes = 0;
