@@ -187,10 +187,13 @@ void strided_copy_kernel_impl(const ExecSpace& space, const T* src, T* dst, cons
         }
         s += static_cast<int64_t>(rest) * g.src_stride[0];
         t += static_cast<int64_t>(rest) * g.dst_stride[0];
+        // Captured variables are first used outside the constexpr-if (nvcc refuses a first capture inside one).
+        T& target = t0[t];
+        const T value = s0[s];
         if constexpr (Op == CopyOp::add)
-          t0[t] += s0[s];
+          target += value;
         else
-          t0[t] = s0[s];
+          target = value;
       });
 }
 
