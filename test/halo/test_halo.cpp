@@ -11,6 +11,7 @@
 #include "darray/darray.hpp"
 #include "darray/halo/exchange.hpp"
 #include "darray/halo/plan.hpp"
+#include "halo_layouts.hpp"
 #include "mpi_test.hpp"
 #include "random_layouts.hpp"
 
@@ -67,17 +68,11 @@ bool padded_ok(const std::vector<PaddedShard<int64_t, N>>& shards, const Shape& 
 
 template <int N>
 void random_case(std::mt19937_64& rng, int mesh_axes) {
-  Shape shape(N);
-  for (auto& n : shape) n = static_cast<int64_t>(rng() % 8);  // 0..7: uneven, and empty blocks on many devices
-  std::vector<int64_t> widths(N);
-  std::vector<Boundary> bc(N);
-  for (int d = 0; d < N; ++d) {
-    bc[d] = rng() % 2 ? Boundary::periodic : Boundary::open;
-    if (shape[d] == 0) bc[d] = Boundary::open;
-    widths[d] = static_cast<int64_t>(rng() % 4);  // up to 3: wider than most neighbours' blocks here
-  }
-  const Mesh mesh = darray::testing::random_mesh(rng, devices(), mesh_axes, false, 'p');
-  const NamedSharding sharding(mesh, darray::testing::random_spec(rng, mesh.axis_names(), N));
+  const auto layout = darray::testing::random_halo_layout(rng, N, mesh_axes);
+  const Shape& shape = layout.shape;
+  const std::vector<int64_t>& widths = layout.widths;
+  const std::vector<Boundary>& bc = layout.bc;
+  const NamedSharding& sharding = layout.sharding;
   INFO(sharding << " shape " << shape_to_string(shape) << " widths " << shape_to_string(widths) << " boundary0 "
                 << bc[0]);
   const auto a = iota<int64_t, N>(shape, sharding);
@@ -119,22 +114,15 @@ void random_case(std::mt19937_64& rng, int mesh_axes) {
 
 TEST_CASE("random meshes, specs, shapes, widths and boundaries: every padded cell from its global index", "[halo]") {
   std::mt19937_64 rng(2024);
-  for (int k = 0; k < 12; ++k) {
-    random_case<1>(rng, 1);
-    random_case<2>(rng, 1);
-    random_case<2>(rng, 2);
-    random_case<3>(rng, 1 + static_cast<int>(rng() % 3));
-  }
+  darray::testing::random_halo_rounds(rng, 12, false,
+                                      [&](auto n, int axes) { random_case<decltype(n)::value>(rng, axes); });
 }
 
 TEST_CASE("every halo phase on the device-memory path (pack kernels, transport, unpack)", "[halo]") {
   const darray::detail::StageAsIfOnDevice device_path;
   std::mt19937_64 rng(2025);
-  for (int k = 0; k < 6; ++k) {
-    random_case<1>(rng, 1);
-    random_case<2>(rng, 2);
-    random_case<3>(rng, 1 + static_cast<int>(rng() % 3));
-  }
+  darray::testing::random_halo_rounds(rng, 6, true,
+                                      [&](auto n, int axes) { random_case<decltype(n)::value>(rng, axes); });
 }
 
 TEST_CASE("3-D meshes (n,1,1) and rotations under P(a, b, c), periodic and open, halos wider than blocks", "[halo]") {

@@ -13,6 +13,7 @@
 
 #include "darray/darray.hpp"
 #include "darray/halo/exchange.hpp"
+#include "halo_layouts.hpp"
 #include "mpi_test.hpp"
 #include "random_layouts.hpp"
 
@@ -140,18 +141,12 @@ bool adjoint_ok(const HaloExchange<int64_t, N>& halo, std::mt19937_64& rng, std:
 
 template <int N>
 void random_case(std::mt19937_64& rng, int mesh_axes) {
-  Shape shape(N);
-  for (auto& n : shape) n = static_cast<int64_t>(rng() % 8);  // 0..7: uneven, and empty blocks on many devices
-  std::vector<int64_t> widths(N);
-  std::vector<Boundary> bc(N);
-  for (int d = 0; d < N; ++d) {
-    bc[d] = rng() % 2 ? Boundary::periodic : Boundary::open;
-    if (shape[d] == 0) bc[d] = Boundary::open;
-    widths[d] = static_cast<int64_t>(rng() % 4);  // up to 3: wider than most neighbours' blocks here
-    if (bc[d] == Boundary::periodic && rng() % 5 == 0) widths[d] = shape[d] * 2 + 1;  // wider than the array
-  }
-  const Mesh mesh = darray::testing::random_mesh(rng, devices(), mesh_axes, true, 'p');
-  const NamedSharding sharding(mesh, darray::testing::random_spec(rng, mesh.axis_names(), N));
+  // Periodic halos sometimes wider than twice the array; meshes sometimes over shuffled devices.
+  const auto layout = darray::testing::random_halo_layout(rng, N, mesh_axes, true, true);
+  const Shape& shape = layout.shape;
+  const std::vector<int64_t>& widths = layout.widths;
+  const std::vector<Boundary>& bc = layout.bc;
+  const NamedSharding& sharding = layout.sharding;
   std::ostringstream bcs;
   for (const Boundary b : bc) bcs << b << " ";
   INFO(sharding << " shape " << shape_to_string(shape) << " widths " << shape_to_string(widths) << " boundaries "
@@ -168,22 +163,15 @@ void random_case(std::mt19937_64& rng, int mesh_axes) {
 
 TEST_CASE("random layouts: every block cell gets every ghost contribution, halos come back zero", "[halo]") {
   std::mt19937_64 rng(4242);
-  for (int k = 0; k < 10; ++k) {
-    random_case<1>(rng, 1);
-    random_case<2>(rng, 1);
-    random_case<2>(rng, 2);
-    random_case<3>(rng, 1 + static_cast<int>(rng() % 3));
-  }
+  darray::testing::random_halo_rounds(rng, 10, false,
+                                      [&](auto n, int axes) { random_case<decltype(n)::value>(rng, axes); });
 }
 
 TEST_CASE("accumulate on the device-memory path (pack kernels, transport, add-unpack kernels)", "[halo]") {
   const darray::detail::StageAsIfOnDevice device_path;
   std::mt19937_64 rng(4343);
-  for (int k = 0; k < 5; ++k) {
-    random_case<1>(rng, 1);
-    random_case<2>(rng, 2);
-    random_case<3>(rng, 1 + static_cast<int>(rng() % 3));
-  }
+  darray::testing::random_halo_rounds(rng, 5, true,
+                                      [&](auto n, int axes) { random_case<decltype(n)::value>(rng, axes); });
 }
 
 TEST_CASE("one device, 4x5 periodic, width 1, all ones: corners 4, edges 2, inside 1", "[halo]") {

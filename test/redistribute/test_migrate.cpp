@@ -271,3 +271,16 @@ TEST_CASE("invalid destinations and mismatched dest vectors: the same error on e
 }
 
 }  // namespace
+
+// Run only by test_migrate_check (DARRAY_CHECK=1): a process migrating rows of another width is named everywhere.
+TEST_CASE("DARRAY_CHECK=1: a process migrating another row width is named on every process", "[.check]") {
+  REQUIRE(all_ok(consistency_checks_enabled()));
+  const Mesh mesh = make_mesh({device_count()}, {"x"});
+  const int64_t width = process_index() == process_count() - 1 ? 3 : 2;
+  const RaggedArray<double> a(mesh, width);
+  if (process_count() > 1)
+    DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, migrate(a, [](const double*) { return 0; }), "processes disagree",
+                              "migrate row_width");
+  else
+    REQUIRE_NOTHROW(migrate(a, [](const double*) { return 0; }));
+}

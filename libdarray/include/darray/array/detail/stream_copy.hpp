@@ -56,18 +56,26 @@ inline void stream_copy(void* dst, const void* src, std::size_t bytes) {
 #endif
 }
 
-// A small copy (a row of a table, a few cache lines) with streaming stores when dst is 16-byte aligned and bytes a
-// multiple of 16, as rows scattered over large arrays are; memcpy otherwise. The caller issues stream_fence() once
-// its copies are done.
-inline void stream_copy_small(void* dst, const void* src, std::size_t bytes) {
+// A small copy (a row of a table, a few cache lines) inline, in 16-byte units when bytes is a multiple of 16 (a
+// memcpy call per row costs more than the row), with streaming stores when `streaming` and dst is 16-byte aligned,
+// as rows scattered over large arrays are; memcpy otherwise. The caller issues stream_fence() once its streaming
+// copies are done.
+inline void copy_small(void* dst, const void* src, std::size_t bytes, bool streaming) {
 #if DARRAY_HAS_STREAMING_STORES
-  if ((reinterpret_cast<std::uintptr_t>(dst) & 15) == 0 && bytes % 16 == 0) {
+  if (bytes % 16 == 0) {
     auto* d = static_cast<unsigned char*>(dst);
     const auto* s = static_cast<const unsigned char*>(src);
+    if (streaming && (reinterpret_cast<std::uintptr_t>(dst) & 15) == 0) {
+      for (std::size_t i = 0; i < bytes; i += 16)
+        _mm_stream_si128(reinterpret_cast<__m128i*>(d + i), _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i)));
+      return;
+    }
     for (std::size_t i = 0; i < bytes; i += 16)
-      _mm_stream_si128(reinterpret_cast<__m128i*>(d + i), _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i)));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i), _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i)));
     return;
   }
+#else
+  (void)streaming;
 #endif
   std::memcpy(dst, src, bytes);
 }

@@ -42,6 +42,7 @@ struct SortedRows {
   Kokkos::View<int64_t*, M> slots;
   int64_t chunks = 0, per_chunk = 0;
   std::vector<int64_t> starts;
+  int64_t first_invalid = 0;  // the first row whose destination is not a device of the mesh (rows: none)
 };
 
 // What a process tells every other before the rows move: the first error it found (code 0: none) and its counts.
@@ -60,26 +61,9 @@ Kokkos::View<int*, M> mesh_position_table(const Mesh& mesh) {
   return Kokkos::create_mirror_view_and_copy(M(), host);
 }
 
-// The first row whose destination is not a device of the mesh, or rows when there is none.
-template <class M>
-int64_t first_invalid_row(const Kokkos::View<const int*, M>& dest, const Kokkos::View<int*, M>& table) {
-  using Exec = typename M::execution_space;
-  const int64_t n = static_cast<int64_t>(dest.extent(0));
-  const int64_t size = static_cast<int64_t>(table.extent(0));
-  int64_t first = n;
-  Kokkos::parallel_reduce(
-      "darray::migrate check", Kokkos::RangePolicy<Exec, Kokkos::IndexType<int64_t>>(0, n),
-      KOKKOS_LAMBDA(const int64_t i, int64_t& m) {
-        const int id = dest(i);
-        const bool bad = id < 0 || id >= size || table(id) < 0;
-        if (bad && i < m) m = i;
-      },
-      Kokkos::Min<int64_t>(first));
-  return first;
-}
-
 // Stable counting sort of rows by destination mesh position. The rows are cut into C chunks; kernel 1 counts each
-// chunk's rows per destination (a chunk is one sequential loop, so no atomics), an exclusive scan over
+// chunk's rows per destination (a chunk is one sequential loop, so no atomics) and finds the first row with an
+// invalid destination (then nothing more is done), an exclusive scan over
 // (destination, chunk) gives each chunk its first place per destination; scatter_rows then hands out the places in
 // row order and moves each row there.
 template <class T, class M>
@@ -104,11 +88,24 @@ SortedRows<T, M> order_rows(const Kokkos::View<T**, Kokkos::LayoutRight, M>& row
   auto slots =
       cached_view<Kokkos::View<int64_t*, M>>("darray::migrate slots", static_cast<std::size_t>(devices * chunks));
   Kokkos::deep_copy(slots, int64_t(0));
-  Kokkos::parallel_for(
-      "darray::migrate count", Policy(0, chunks), KOKKOS_LAMBDA(const int64_t c) {
+  const int64_t ids = static_cast<int64_t>(table.extent(0));
+  out.first_invalid = n;
+  Kokkos::parallel_reduce(
+      "darray::migrate count", Policy(0, chunks),
+      KOKKOS_LAMBDA(const int64_t c, int64_t& bad) {
         const int64_t end = c * per_chunk + per_chunk < n ? c * per_chunk + per_chunk : n;
-        for (int64_t i = c * per_chunk; i < end; ++i) slots(table(dest(i)) * chunks + c) += 1;
-      });
+        for (int64_t i = c * per_chunk; i < end; ++i) {
+          const int id = dest(i);
+          const int k = id >= 0 && id < ids ? table(id) : -1;
+          if (k < 0) {
+            if (i < bad) bad = i;
+            continue;
+          }
+          slots(k * chunks + c) += 1;
+        }
+      },
+      Kokkos::Min<int64_t>(out.first_invalid));
+  if (out.first_invalid < n) return out;
   Kokkos::parallel_scan(
       "darray::migrate scan", Policy(0, devices * chunks),
       KOKKOS_LAMBDA(const int64_t i, int64_t& sum, const bool final) {
@@ -156,10 +153,7 @@ void scatter_rows(const Kokkos::View<T**, Kokkos::LayoutRight, M>& rows, const K
         const int k = table(dest(i));
         const int64_t place = slots(k * chunks + c)++;
         void* to = reinterpret_cast<void*>(base(k) + static_cast<std::uintptr_t>(place) * row_bytes);
-        if (streaming)
-          stream_copy_small(to, rows.data() + i * width, row_bytes);
-        else
-          std::memcpy(to, rows.data() + i * width, row_bytes);
+        copy_small(to, rows.data() + i * width, row_bytes, streaming);
       }
       if (streaming) stream_fence();
     });
@@ -224,19 +218,19 @@ std::vector<Kokkos::View<T**, Kokkos::LayoutRight, M>> migrate_rows(
                  n};
         break;
       }
-      const int64_t bad = first_invalid_row(dest[s], table);
+      sorted[s] = order_rows<T, M>(rows[s], dest[s], table, devices);
+      const int64_t bad = sorted[s].first_invalid;
       if (bad < n) {
         int value = 0;
         Kokkos::deep_copy(value, Kokkos::subview(dest[s], bad));
         error = {static_cast<int64_t>(MigrateError::destination), locals[s].id, bad, value};
         break;
       }
-      sorted[s] = order_rows<T, M>(rows[s], dest[s], table, devices);
     }
   }
   if (error[0] != 0)
     sorted.assign(locals.size(),
-                  SortedRows<T, M>{{}, {}, 0, 0, std::vector<int64_t>(static_cast<std::size_t>(devices + 1), 0)});
+                  SortedRows<T, M>{{}, {}, 0, 0, std::vector<int64_t>(static_cast<std::size_t>(devices + 1), 0), 0});
 
   // 2. Counts: to every process, this process's error header and how many rows each of its devices sends to each
   //    of that process's devices (local-device order on both sides). Every pair talks, so one Alltoallv.
