@@ -1,5 +1,7 @@
 # Required: MPI (C and C++ bindings) and Kokkos. Optional: CUDA + NCCL, FFTW, cuFFT, each switched by
 # DARRAY_ENABLE_<X>=AUTO|ON|OFF and exposed as darray::<x> imported targets.
+# MPI_<lang>_LIBRARY_VERSION_STRING (MPI_Get_library_version) tells the tests which MPI, hence which launcher, this is.
+set(MPI_DETERMINE_LIBRARY_VERSION ON)
 find_package(MPI REQUIRED COMPONENTS CXX)
 include(DarrayFindKokkos)
 set(DARRAY_KOKKOS_DEVICES "${Kokkos_DEVICES}")
@@ -48,6 +50,37 @@ if(NOT DARRAY_ENABLE_CUFFT STREQUAL "OFF")
   darray_optional(CUFFT "${DARRAY_HAS_CUFFT}" "CUDA toolkit with cuFFT not found")
 endif()
 
+# darray_library_mpi_matches(<lib> <out>): <out> is false when <lib> needs (ELF NEEDED) a libmpi* that none of
+# MPI_CXX_LIBRARIES provides; true when it matches, needs no libmpi, or objdump cannot tell.
+function(darray_library_mpi_matches lib out)
+  set(${out} TRUE PARENT_SCOPE)
+  find_program(DARRAY_OBJDUMP NAMES objdump ${CMAKE_OBJDUMP})
+  if(NOT DARRAY_OBJDUMP)
+    return()
+  endif()
+  execute_process(COMMAND ${DARRAY_OBJDUMP} -p ${lib} OUTPUT_VARIABLE dump ERROR_QUIET RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    return()
+  endif()
+  string(REGEX MATCHALL "NEEDED +libmpi[^ \n]*" needed "${dump}")
+  foreach(entry IN LISTS needed)
+    string(REGEX REPLACE "NEEDED +" "" soname "${entry}")
+    set(found FALSE)
+    foreach(mpi_lib IN LISTS MPI_CXX_LIBRARIES)
+      get_filename_component(real "${mpi_lib}" REALPATH)
+      get_filename_component(real_name "${real}" NAME)
+      string(FIND "${real_name}" "${soname}" at)
+      if(at EQUAL 0)
+        set(found TRUE)
+      endif()
+    endforeach()
+    if(NOT found)
+      set(${out} FALSE PARENT_SCOPE)
+      return()
+    endif()
+  endforeach()
+endfunction()
+
 # FFTW 3 (double + single precision); fftw3-mpi is used only by benchmarks, as a baseline.
 set(DARRAY_HAS_FFTW OFF)
 if(NOT DARRAY_ENABLE_FFTW STREQUAL "OFF")
@@ -63,6 +96,16 @@ if(NOT DARRAY_ENABLE_FFTW STREQUAL "OFF")
       set_target_properties(darray::fftw PROPERTIES
         INTERFACE_INCLUDE_DIRECTORIES "${DARRAY_FFTW_INCLUDE_DIR}"
         INTERFACE_LINK_LIBRARIES "${DARRAY_FFTW_LIBRARY};${DARRAY_FFTWF_LIBRARY}")
+    endif()
+    # fftw3-mpi is built against one MPI (Debian's against Open MPI): linked into a program of another MPI it would
+    # bring a second libmpi. Used only when the MPI library it needs is one of this build's.
+    if(DARRAY_FFTW_MPI_LIBRARY)
+      darray_library_mpi_matches("${DARRAY_FFTW_MPI_LIBRARY}" fftw_mpi_ok)
+      if(NOT fftw_mpi_ok)
+        message(STATUS "fftw3-mpi (${DARRAY_FFTW_MPI_LIBRARY}) needs another MPI than ${MPI_CXX_LIBRARIES}: "
+                       "the benchmarks' FFTW-MPI baseline is left out")
+        set(DARRAY_FFTW_MPI_LIBRARY "")
+      endif()
     endif()
     if(DARRAY_FFTW_MPI_LIBRARY AND NOT TARGET darray::fftw_mpi)
       add_library(darray::fftw_mpi INTERFACE IMPORTED GLOBAL)

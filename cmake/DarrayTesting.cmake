@@ -1,10 +1,47 @@
 # darray_add_mpi_test(NAME <name> COMMAND <target-or-exe> [args...] [PROCS 1 2 3 4] [DEVICES 1 2 4] [TIMEOUT s]
 #                     [LABELS ...] [ENVIRONMENT VAR=value ...])
-# Adds one CTest test per (process count, host device count): <name>.np<P>.hd<D>, launched as
-#   mpiexec --oversubscribe -n P <command>   with DARRAY_HOST_DEVICE_COUNT=D.
+# Adds one CTest test per (process count, host device count): <name>.np<P>.hd<D>, launched the way FindMPI documents
+#   ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} P ${DARRAY_MPIEXEC_PREFLAGS} <command> ${MPIEXEC_POSTFLAGS} [args]
+# with DARRAY_HOST_DEVICE_COUNT=D, and PROCESSORS P (CTest runs a test wider than -j alone).
 # Every MPI test has a TIMEOUT: a process that fails before a collective leaves the others waiting, and the timeout
 # turns that hang into a failure.
-find_program(DARRAY_MPIEXEC NAMES ${MPIEXEC_EXECUTABLE} mpiexec mpirun REQUIRED)
+if(NOT MPIEXEC_EXECUTABLE)
+  find_program(MPIEXEC_EXECUTABLE NAMES mpiexec mpirun REQUIRED)
+endif()
+set(DARRAY_MPIEXEC ${MPIEXEC_EXECUTABLE})
+if(NOT MPIEXEC_NUMPROC_FLAG)
+  set(MPIEXEC_NUMPROC_FLAG -n)
+endif()
+
+# Which MPI this is, from MPI_Get_library_version (FindMPI runs it): the launcher its mpiexec is (the name
+# darray::launcher() reports) and the flags only that launcher takes. MPICH's descendants (Cray MPICH, Intel MPI,
+# MVAPICH) start processes with Hydra or a PMI launcher, as MPICH does.
+# Where that string is missing (a cross build cannot run the probe), mpiexec --version says it.
+set(darray_mpi_id "${MPI_CXX_LIBRARY_VERSION_STRING}")
+if(NOT darray_mpi_id)
+  execute_process(COMMAND ${MPIEXEC_EXECUTABLE} --version OUTPUT_VARIABLE darray_mpi_id ERROR_VARIABLE darray_mpi_id
+    TIMEOUT 30)
+endif()
+set(DARRAY_MPI_LAUNCHER none)
+if(darray_mpi_id MATCHES "Open MPI|OpenRTE")
+  set(DARRAY_MPI_LAUNCHER openmpi)
+elseif(darray_mpi_id MATCHES "MPICH|HYDRA|Intel\\(R\\) MPI|MVAPICH")
+  set(DARRAY_MPI_LAUNCHER mpich)
+endif()
+string(REGEX MATCH "[^\n,]+" darray_mpi_id "${darray_mpi_id}")
+message(STATUS "MPI tests: ${darray_mpi_id} (launcher ${DARRAY_MPI_LAUNCHER}): ${MPIEXEC_EXECUTABLE} "
+               "${MPIEXEC_NUMPROC_FLAG} P ${MPIEXEC_PREFLAGS}")
+
+# The tests run more processes than a small machine has cores. Open MPI refuses that without --oversubscribe (and
+# refuses root without OMPI_ALLOW_RUN_AS_ROOT*); MPICH's Hydra needs neither, and the OMPI_/PRTE_ variables are
+# inert there.
+unset(DARRAY_MPIEXEC_FLAGS CACHE)  # the Open MPI-only cache entry of earlier versions
+set(DARRAY_MPIEXEC_EXTRA_FLAGS "" CACHE STRING "Extra mpiexec flags for tests, after MPIEXEC_PREFLAGS")
+set(DARRAY_MPIEXEC_PREFLAGS ${MPIEXEC_PREFLAGS})
+if(DARRAY_MPI_LAUNCHER STREQUAL "openmpi")
+  list(APPEND DARRAY_MPIEXEC_PREFLAGS --oversubscribe)
+endif()
+list(APPEND DARRAY_MPIEXEC_PREFLAGS ${DARRAY_MPIEXEC_EXTRA_FLAGS})
 set(DARRAY_MPI_TEST_ENV
   OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
   # Oversubscribed ranks must yield the core while they wait, or 4 ranks on 2 cores crawl.
@@ -13,7 +50,19 @@ set(DARRAY_MPI_TEST_ENV
   OMPI_MCA_btl_vader_single_copy_mechanism=none
   OMPI_MCA_rmaps_base_oversubscribe=1
   PRTE_MCA_rmaps_default_mapping_policy=:oversubscribe)
-set(DARRAY_MPIEXEC_FLAGS --oversubscribe CACHE STRING "Extra mpiexec flags for tests")
+# The shell-script tests (test/support/mpiexec.sh) launch with the same command.
+string(JOIN " " darray_pre "${DARRAY_MPIEXEC_PREFLAGS}")
+string(JOIN " " darray_post "${MPIEXEC_POSTFLAGS}")
+list(APPEND DARRAY_MPI_TEST_ENV "DARRAY_TEST_MPIEXEC=${MPIEXEC_EXECUTABLE}"
+  "DARRAY_TEST_MPIEXEC_NUMPROC_FLAG=${MPIEXEC_NUMPROC_FLAG}" "DARRAY_TEST_MPIEXEC_PREFLAGS=${darray_pre}"
+  "DARRAY_TEST_MPIEXEC_POSTFLAGS=${darray_post}")
+
+# darray_mpiexec_command(<out-var> <np> <exe> [args...]): the launch command as a list.
+function(darray_mpiexec_command out np exe)
+  set(${out} ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${np} ${DARRAY_MPIEXEC_PREFLAGS} ${exe}
+    ${MPIEXEC_POSTFLAGS} ${ARGN} PARENT_SCOPE)
+endfunction()
+
 if(DARRAY_SANITIZE)
   # Open MPI's start-up leaks drown real reports (leaks are checked with valgrind instead); overflows and undefined
   # behaviour still stop the test.
@@ -41,11 +90,11 @@ function(darray_add_mpi_test)
   foreach(np IN LISTS T_PROCS)
     foreach(hd IN LISTS T_DEVICES)
       set(test_name ${T_NAME}.np${np}.hd${hd})
-      add_test(NAME ${test_name}
-        COMMAND ${DARRAY_MPIEXEC} ${DARRAY_MPIEXEC_FLAGS} -n ${np} ${exe} ${T_COMMAND})
+      darray_mpiexec_command(cmd ${np} ${exe} ${T_COMMAND})
+      add_test(NAME ${test_name} COMMAND ${cmd})
       set_tests_properties(${test_name} PROPERTIES
         TIMEOUT ${T_TIMEOUT}
-        PROCESSORS 1
+        PROCESSORS ${np}
         LABELS "mpi;${T_LABELS}"
         ENVIRONMENT "${DARRAY_MPI_TEST_ENV};DARRAY_HOST_DEVICE_COUNT=${hd};${T_ENVIRONMENT}")
     endforeach()

@@ -4,10 +4,11 @@
 # its cell after any migration, N_p particles at the end, and the same final particles (in id order) as the first
 # layout's to 1e-12 relative (the app compares them itself with --compare). Last, the comparison must be able to fail:
 # a run one step shorter must be reported DIFFERENT. Arguments ("|"-separated lists, since add_test splits ";"):
-#   -DMPIEXEC=<mpiexec> -DMPIEXEC_FLAGS=<a|b> -DAPP=<pm-nbody> -DLAYOUTS=<np:hd|...> -DARGS=<a|b> -DWORKDIR=<dir>
+#   -DMPIEXEC=<mpiexec> -DNUMPROC_FLAG=<-n> -DPREFLAGS=<a|b> -DPOSTFLAGS=<a|b> -DAPP=<pm-nbody> -DLAYOUTS=<np:hd|...> -DARGS=<a|b> -DWORKDIR=<dir>
 #   -DNAME=<file prefix> [-DMAX_ZELDOVICH=<bound>] [-DIMAGE=ON]
 include(${CMAKE_CURRENT_LIST_DIR}/../file_magic.cmake)
-string(REPLACE "|" ";" flags "${MPIEXEC_FLAGS}")
+string(REPLACE "|" ";" preflags "${PREFLAGS}")
+string(REPLACE "|" ";" postflags "${POSTFLAGS}")
 string(REPLACE "|" ";" layouts "${LAYOUTS}")
 string(REPLACE "|" ";" args "${ARGS}")
 set(reference "${WORKDIR}/${NAME}-reference.npy")
@@ -15,7 +16,7 @@ file(REMOVE "${reference}")
 
 function(run_layout np hd extra)
   execute_process(
-    COMMAND ${CMAKE_COMMAND} -E env DARRAY_HOST_DEVICE_COUNT=${hd} ${MPIEXEC} ${flags} -n ${np} ${APP} ${args} --check
+    COMMAND ${CMAKE_COMMAND} -E env DARRAY_HOST_DEVICE_COUNT=${hd} ${MPIEXEC} ${NUMPROC_FLAG} ${np} ${preflags} ${APP} ${postflags} ${args} --check
             ${extra}
     RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   set(out "${out}" PARENT_SCOPE)

@@ -1,10 +1,11 @@
 # Runs shallow-water at several (process count, host device count) layouts and checks that every run succeeds,
 # prints the same checksum (bit-for-bit identical final state), conserves mass to round-off (|relative change| <
 # 1e-12) and writes a PPM image. Arguments ("|"-separated lists, since add_test would split ";" lists):
-#   -DMPIEXEC=<mpiexec> -DMPIEXEC_FLAGS=<a|b> -DAPP=<shallow-water> -DLAYOUTS=<np:hd|np:hd|...> -DARGS=<a|b>
+#   -DMPIEXEC=<mpiexec> -DNUMPROC_FLAG=<-n> -DPREFLAGS=<a|b> -DPOSTFLAGS=<a|b> -DAPP=<shallow-water> -DLAYOUTS=<np:hd|np:hd|...> -DARGS=<a|b>
 #   -DWORKDIR=<dir for the images>
 include(${CMAKE_CURRENT_LIST_DIR}/../file_magic.cmake)
-string(REPLACE "|" ";" flags "${MPIEXEC_FLAGS}")
+string(REPLACE "|" ";" preflags "${PREFLAGS}")
+string(REPLACE "|" ";" postflags "${POSTFLAGS}")
 string(REPLACE "|" ";" layouts "${LAYOUTS}")
 string(REPLACE "|" ";" args "${ARGS}")
 set(reference "")
@@ -15,7 +16,7 @@ foreach(layout IN LISTS layouts)
   set(image "${WORKDIR}/shallow-water-np${np}-hd${hd}.ppm")
   file(REMOVE "${image}")
   execute_process(
-    COMMAND ${CMAKE_COMMAND} -E env DARRAY_HOST_DEVICE_COUNT=${hd} ${MPIEXEC} ${flags} -n ${np} ${APP} ${args}
+    COMMAND ${CMAKE_COMMAND} -E env DARRAY_HOST_DEVICE_COUNT=${hd} ${MPIEXEC} ${NUMPROC_FLAG} ${np} ${preflags} ${APP} ${postflags} ${args}
             --image ${image}
     RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   message("----- ${np} processes x ${hd} host devices -----\n${out}")

@@ -11,14 +11,17 @@
 #   no-fft:       compiles test/consumer/no_fft.cpp (builds an fft::Plan) include-only against the source tree's
 #                 default darray/config.hpp (no FFT backend); the compile must FAIL with the message naming FFTW.
 #
-# usage: run-consumer-test.sh installed    --work W --source S --build-dir B --cmake CMAKE --cxx CXX --mpiexec M [--mpiexec-flags "F"]
-#        run-consumer-test.sh include-only --work W --source S --mpicxx MPICXX --kokkos-include I --kokkos-lib L --mpiexec M [--mpiexec-flags "F"]
-#        run-consumer-test.sh pkg-config   --work W --source S --build-dir B --cmake CMAKE --mpicxx MPICXX --mpiexec M [--mpiexec-flags "F"]
+# usage: run-consumer-test.sh installed    --work W --source S --build-dir B --cmake CMAKE --cxx CXX [--mpicxx MPICXX] --mpiexec M
+#        run-consumer-test.sh include-only --work W --source S --mpicxx MPICXX --kokkos-include I --kokkos-lib L --mpiexec M
+#        run-consumer-test.sh pkg-config   --work W --source S --build-dir B --cmake CMAKE --mpicxx MPICXX --mpiexec M
 #        run-consumer-test.sh no-fft       --work W --source S --mpicxx MPICXX --kokkos-include I --mpiexec M
+# The runs launch as test/support/mpiexec.sh does (flags from DARRAY_TEST_MPIEXEC_*, set by the CTest test).
 set -u -o pipefail
+# shellcheck source=test/support/mpiexec.sh disable=SC2034  # mpiexec: read by darray_launch
+source "$(dirname "${BASH_SOURCE[0]}")/../support/mpiexec.sh"
 
 mode=${1:-}; shift || true
-work= source= build_dir= cmake= cxx= mpiexec= mpiexec_flags= mpicxx= kokkos_include= kokkos_lib=
+work= source= build_dir= cmake= cxx= mpiexec= mpicxx= kokkos_include= kokkos_lib=
 while [ $# -gt 0 ]; do
   case "$1" in
     --work) work=$2 ;;
@@ -27,7 +30,6 @@ while [ $# -gt 0 ]; do
     --cmake) cmake=$2 ;;
     --cxx) cxx=$2 ;;
     --mpiexec) mpiexec=$2 ;;
-    --mpiexec-flags) mpiexec_flags=$2 ;;
     --mpicxx) mpicxx=$2 ;;
     --kokkos-include) kokkos_include=$2 ;;
     --kokkos-lib) kokkos_lib=$2 ;;
@@ -57,8 +59,9 @@ case "$mode" in
     [ -n "$config" ] || fail "no darrayConfig.cmake under $prefix"
     [ -f "$prefix/include/darray/darray.hpp" ] || fail "darray/darray.hpp not installed under $prefix/include"
     say "installed: $config"
+    # The consumer's find_dependency(MPI) must find the MPI this build used, not the system's default one.
     run "$cmake" -S "$source/test/consumer/installed" -B "$work/build" -DCMAKE_PREFIX_PATH="$prefix" \
-      -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=Release
+      -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=Release ${mpicxx:+-DMPI_CXX_COMPILER="$mpicxx"}
     # The package must come from the install prefix, not from the source or build tree.
     found=$(sed -n 's/^darray_DIR:PATH=//p' "$work/build/CMakeCache.txt")
     case "$found" in
@@ -95,9 +98,9 @@ case "$mode" in
     # shellcheck disable=SC2086
     run "$mpicxx" -O2 "$source/test/consumer/consumer.cpp" -o "$app" $flags
     [ -x "$app" ] || fail "no executable at $app"
-    say "\$ DARRAY_HOST_DEVICE_COUNT=2 $mpiexec $mpiexec_flags -n 1 $app"
-    # shellcheck disable=SC2086
-    out=$(DARRAY_HOST_DEVICE_COUNT=2 timeout -k 5 120 "$mpiexec" $mpiexec_flags -n 1 "$app" 2>&1)
+    darray_launch 1 "$app"
+    say "\$ DARRAY_HOST_DEVICE_COUNT=2 ${LAUNCH[*]}"
+    out=$(DARRAY_HOST_DEVICE_COUNT=2 timeout -k 5 120 "${LAUNCH[@]}" 2>&1)
     rc=$?
     echo "$out"
     [ $rc = 0 ] || fail "consumer exited with status $rc at 1 process"
@@ -125,9 +128,9 @@ case "$mode" in
 esac
 
 [ -x "$app" ] || fail "no executable at $app"
-# shellcheck disable=SC2086
-say "\$ DARRAY_HOST_DEVICE_COUNT=3 $mpiexec $mpiexec_flags -n 2 $app"
-out=$(DARRAY_HOST_DEVICE_COUNT=3 timeout -k 5 120 "$mpiexec" $mpiexec_flags -n 2 "$app" 2>&1)
+darray_launch 2 "$app"
+say "\$ DARRAY_HOST_DEVICE_COUNT=3 ${LAUNCH[*]}"
+out=$(DARRAY_HOST_DEVICE_COUNT=3 timeout -k 5 120 "${LAUNCH[@]}" 2>&1)
 rc=$?
 echo "$out"
 [ $rc = 0 ] || fail "consumer exited with status $rc"

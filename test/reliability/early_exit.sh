@@ -5,8 +5,11 @@
 # (not hang until the 60 s limit) with a message naming process 1.
 set -u
 mpiexec=$1 program=$2 mode=$3
+# shellcheck source=test/support/mpiexec.sh disable=SC2034  # mpiexec: read by darray_launch
+source "$(dirname "${BASH_SOURCE[0]}")/../support/mpiexec.sh"
 start=$(date +%s)
-out=$(DARRAY_SHUTDOWN_TIMEOUT_S=3 timeout 60 "$mpiexec" --oversubscribe -n 3 "$program" "$mode" 2>&1)
+darray_launch 3 "$program" "$mode"
+out=$(DARRAY_SHUTDOWN_TIMEOUT_S=3 timeout 60 "${LAUNCH[@]}" 2>&1)
 rc=$?
 elapsed=$(( $(date +%s) - start ))
 echo "$out"

@@ -3,8 +3,11 @@
 # when the launch ends within 60 s with a non-zero status and output that names the lost process.
 set -u
 mpiexec=$1 program=$2
+# shellcheck source=test/support/mpiexec.sh disable=SC2034  # mpiexec: read by darray_launch
+source "$(dirname "${BASH_SOURCE[0]}")/../support/mpiexec.sh"
 start=$(date +%s)
-out=$(DARRAY_TEST_KILL_PROCESS=1 timeout 60 "$mpiexec" --oversubscribe -n 3 "$program" 2>&1)
+darray_launch 3 "$program"
+out=$(DARRAY_TEST_KILL_PROCESS=1 timeout 60 "${LAUNCH[@]}" 2>&1)
 rc=$?
 elapsed=$(( $(date +%s) - start ))
 echo "$out"

@@ -12,8 +12,11 @@ churn_pid=""
 stop_churn() { [ -n "$churn_pid" ] && kill "$churn_pid" 2>/dev/null && wait "$churn_pid" 2>/dev/null; churn_pid=""; }
 trap 'stop_churn; rm -rf "$dir"' EXIT
 a=$dir/a.npy b=$dir/b.npy file=$dir/data.npy
-run() { timeout 60 "$mpiexec" --oversubscribe "$@"; }
-run -n 1 "$program" make "$a" 1 >/dev/null && run -n 1 "$program" make "$b" 2 >/dev/null ||
+# shellcheck source=test/support/mpiexec.sh disable=SC2034  # mpiexec: read by darray_launch
+source "$(dirname "${BASH_SOURCE[0]}")/../support/mpiexec.sh"
+# run NP EXE ARGS...
+run() { darray_launch "$@"; timeout 60 "${LAUNCH[@]}"; }
+run 1 "$program" make "$a" 1 >/dev/null && run 1 "$program" make "$b" 2 >/dev/null ||
   { echo "FAIL: could not write the two versions"; exit 1; }
 # Never an in-place overwrite (a concurrent writer of the same file is no case a reader can survive): the file is
 # removed and written anew, or another version is renamed over it.
@@ -31,7 +34,7 @@ for phase in tight paced; do
   if [ "$phase" = tight ]; then churn 0 & else churn 0.01 & fi
   churn_pid=$!
   start=$(date +%s)
-  out=$(run -n 2 "$program" loop "$file" "$loads" 2>&1)
+  out=$(run 2 "$program" loop "$file" "$loads" 2>&1)
   rc=$?
   elapsed=$(( $(date +%s) - start ))
   stop_churn

@@ -8,13 +8,16 @@ mpiexec=$1 program=$2 rounds=${3:-6}
 dir=$(mktemp -d "${TMPDIR:-/tmp}/darray-save-kill.XXXXXX")
 trap 'rm -rf "$dir"' EXIT
 file=$dir/data.npy
-run() { timeout 60 "$mpiexec" --oversubscribe "$@"; }
+# shellcheck source=test/support/mpiexec.sh disable=SC2034  # mpiexec: read by darray_launch
+source "$(dirname "${BASH_SOURCE[0]}")/../support/mpiexec.sh"
+# run NP EXE ARGS...
+run() { darray_launch "$@"; timeout 60 "${LAUNCH[@]}"; }
 
-run -n 2 "$program" init "$file" 0 || { echo "FAIL: the initial save failed"; exit 1; }
+run 2 "$program" init "$file" 0 || { echo "FAIL: the initial save failed"; exit 1; }
 for round in $(seq 1 "$rounds"); do
   base=$((round * 100000))
   rm -f "$dir"/pid.*
-  run -n 2 "$program" loop "$file" "$base" "$dir" >"$dir/loop.log" 2>&1 &
+  run 2 "$program" loop "$file" "$base" "$dir" >"$dir/loop.log" 2>&1 &
   launcher=$!
   for _ in $(seq 1 600); do [ -s "$dir/pid.1" ] && break; sleep 0.05; done
   if [ ! -s "$dir/pid.1" ]; then cat "$dir/loop.log"; echo "FAIL: round $round: the save loop did not start"; exit 1; fi
@@ -25,7 +28,7 @@ for round in $(seq 1 "$rounds"); do
   wait "$launcher"
   rc=$?
   [ "$rc" -eq 124 ] && { echo "FAIL: round $round: the launch hung after the kill"; exit 1; }
-  out=$(run -n 1 "$program" check "$file" 2>&1)
+  out=$(run 1 "$program" check "$file" 2>&1)
   crc=$?
   echo "round $round: killed process $victim, launch status $rc; file: $out"
   if [ "$crc" -ne 0 ]; then echo "FAIL: round $round: the file is torn or unreadable after the kill"; exit 1; fi

@@ -3,8 +3,11 @@
 # checks the launch's exit status and that exactly one process reported the error.
 set -u
 mpiexec=$1 program=$2 mode=$3
+# shellcheck source=test/support/mpiexec.sh disable=SC2034  # mpiexec: read by darray_launch
+source "$(dirname "${BASH_SOURCE[0]}")/../support/mpiexec.sh"
 start=$(date +%s)
-out=$(timeout 90 "$mpiexec" --oversubscribe -n 3 "$program" "$mode" 2>&1)
+darray_launch 3 "$program" "$mode"
+out=$(timeout 90 "${LAUNCH[@]}" 2>&1)
 rc=$?
 elapsed=$(( $(date +%s) - start ))
 echo "$out"
