@@ -68,8 +68,8 @@ std::string json_string(const std::string& s) {
 std::string json_int(int v) { return v < 0 ? "null" : std::to_string(v); }
 std::string text_int(int v) { return v < 0 ? "?" : std::to_string(v); }
 
-// SLURM_PROCID / SLURM_LOCALID / SLURM_NODEID exactly as the process received them (null when unset), so a test can compare them
-// with MPI's numbering without trusting libdarray's own launcher detection.
+// SLURM_PROCID / SLURM_LOCALID / SLURM_NODEID exactly as the process received them (null when unset), so a test can
+// compare them with MPI's numbering without trusting libdarray's own launcher detection.
 std::string json_env(const char* name) {
   const char* v = std::getenv(name);
   return v == nullptr ? "null" : json_string(v);
@@ -161,7 +161,8 @@ int main(int argc, char** argv) {
   app.add_flag("--json", json,
                "one JSON object per process, one per line, in process order (keys: process, process_count, launcher, "
                "launcher_rank, launcher_size, launcher_local_rank, local_rank, local_process_count, slurm_procid, "
-               "slurm_localid, slurm_nodeid, cuda_visible_devices, hostname, backend, kokkos, local_devices, global_device_count)");
+               "slurm_localid, slurm_nodeid, cuda_visible_devices, hostname, backend, kokkos, local_devices, "
+               "global_device_count)");
   app.add_flag("--all-devices", all_devices, "list every device even when there are more than 32");
   CLI11_PARSE(app, argc, argv);
 

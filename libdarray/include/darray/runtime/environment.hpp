@@ -50,8 +50,9 @@ struct LocalSetup {
 inline int select_gpu_ordinal(const std::vector<int>& ids, const char* ids_name, int local_rank, int visible) {
   if (ids.empty()) return local_rank % visible;
   DARRAY_THROW_IF(ids.size() != 1, NotSupported, ids_name,
-                  "selects " << ids.size() << " GPUs; Kokkos drives one GPU per process, so give exactly one "
-                             "ordinal per process (launch one process per GPU)");
+                  "selects " << ids.size()
+                             << " GPUs; Kokkos drives one GPU per process, so give exactly one "
+                                "ordinal per process (launch one process per GPU)");
   DARRAY_THROW_IF(ids[0] >= visible, InvalidArgument, ids_name,
                   "GPU " << ids[0] << " requested but only " << visible << " GPU(s) are visible (ordinals 0.."
                          << visible - 1 << ")");
