@@ -126,7 +126,6 @@ int min_peers(const Pattern& p) {
   return least;
 }
 
-const std::byte* data_or_null(const std::vector<std::byte>& v) { return v.empty() ? nullptr : v.data(); }
 std::byte* data_or_null(std::vector<std::byte>& v) { return v.empty() ? nullptr : v.data(); }
 
 }  // namespace

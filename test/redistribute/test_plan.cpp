@@ -28,6 +28,9 @@ std::atomic<std::size_t> counted_bytes{0};
 // nvcc compiles a replaced operator new for the device too, where it cannot throw: CUDA builds leave it alone.
 #if !defined(__CUDACC__)
 #define DARRAY_TEST_COUNTS_ALLOCATIONS 1
+// The replaced operator new allocates with malloc, so freeing with free is matched; GCC 12 cannot see that through
+// the replacement and warns at every inlined delete.
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 void* operator new(std::size_t n) {
   if (counting.load(std::memory_order_relaxed)) counted_bytes += n;
   if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
