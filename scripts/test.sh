@@ -7,7 +7,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=env.sh
 source "$here/env.sh"
 build=${1:-$LIBDARRAY_ROOT/build}
-cmake -S "$LIBDARRAY_ROOT" -B "$build" -DCMAKE_BUILD_TYPE=Release -DDARRAY_BUILD_TESTS=ON
+cmake -S "$LIBDARRAY_ROOT" -B "$build" -DCMAKE_BUILD_TYPE=Release -DDARRAY_BUILD_TESTS=ON -DDARRAY_WARNINGS_AS_ERRORS=ON
 cmake --build "$build" -j "$LIBDARRAY_JOBS"
 cd "$build"
 # shellcheck disable=SC2086
