@@ -111,17 +111,55 @@ inline std::size_t target_of(const CollectivePlan& plan, int64_t id) {
   DARRAY_THROW(Error, "collective", "internal: device " << id << " is not one of this process's");
 }
 
-// Before a reduction crosses processes: the processes of comm compare operation, element type and length (an
-// allreduce carries no tag, see comm/detail/same_reduction.hpp). Collective over comm.
+// What the processes of a reduction must agree on (operation, element type, length) as a fingerprint, and this
+// process's line of the mismatch error (comm/detail/same_reduction.hpp: an allreduce carries no tag).
+template <class T>
+std::uint64_t reduction_fingerprint(ReduceOp op, const CollectivePlan& plan) {
+  return mix_fingerprint(
+      mix_fingerprint(static_cast<std::uint64_t>(op) + 1, static_cast<std::uint64_t>(dtype_code<T>())),
+      static_cast<std::uint64_t>(plan.slot_elements));
+}
+
+template <class T>
+std::string describe_reduction(ReduceOp op, const CollectivePlan& plan) {
+  return "process " + std::to_string(process_index()) + ": " + to_string(op) + " of " +
+         std::to_string(plan.slot_elements) + " x " + dtype_name<T>();
+}
+
 template <class T>
 void check_same_reduction_of(MPI_Comm comm, ReduceOp op, const CollectivePlan& plan) {
-  const auto elements = static_cast<std::uint64_t>(plan.slot_elements);
-  const std::uint64_t fingerprint = mix_fingerprint(
-      mix_fingerprint(static_cast<std::uint64_t>(op) + 1, static_cast<std::uint64_t>(dtype_code<T>())), elements);
-  check_same_reduction(comm, fingerprint, "collective reduction", [&] {
-    return "process " + std::to_string(process_index()) + ": " + to_string(op) + " of " + std::to_string(elements) +
-           " x " + dtype_name<T>();
-  });
+  check_same_reduction(comm, reduction_fingerprint<T>(op, plan), "collective reduction",
+                       [&] { return describe_reduction<T>(op, plan); });
+}
+
+// The reduction across the processes of comm of the plan's slot elements at data (host memory; from send when it is
+// not null, else in place), after the processes checked that they reduce the same: up to fused_reduce_max_bytes
+// in one MPI_Allreduce that carries the fingerprint, beyond in a 16-byte fingerprint allreduce then the data's.
+// Collective over comm.
+template <class T>
+void reduce_across(MPI_Comm comm, const T* send, T* data, ReduceOp op, const CollectivePlan& plan) {
+  const std::size_t count = static_cast<std::size_t>(plan.slot_elements) * ReduceScalar<T>::lanes;
+  using R = typename ReduceScalar<T>::type;
+  const std::size_t payload = count * sizeof(R);
+  if (payload > fused_reduce_max_bytes) {
+    check_same_reduction_of<T>(comm, op, plan);
+    allreduce(comm, send != nullptr ? static_cast<const void*>(send) : MPI_IN_PLACE, data, count,
+              mpi_reduce_datatype<T>(), mpi_reduce_op<T>(op));
+    return;
+  }
+  static thread_local std::vector<std::max_align_t> words;
+  const std::size_t bytes = fused_reduce_header_bytes + payload;
+  words.resize((bytes + sizeof(std::max_align_t) - 1) / sizeof(std::max_align_t));
+  char* record = reinterpret_cast<char*>(words.data());
+  const auto f = static_cast<std::int64_t>(reduction_fingerprint<T>(op, plan) >> 1);
+  const std::int64_t header[2] = {f, -f};
+  std::memcpy(record, header, sizeof header);
+  std::memcpy(record + fused_reduce_header_bytes, send != nullptr ? send : data, payload);
+  DARRAY_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, record, 1, fused_record_type(bytes), fused_reduce_op<T>(op), comm));
+  std::int64_t got[2];
+  std::memcpy(got, record, sizeof got);
+  if (got[0] != -got[1]) throw_other_reduction(comm, "collective reduction", describe_reduction<T>(op, plan));
+  std::memcpy(static_cast<void*>(data), record + fused_reduce_header_bytes, payload);
 }
 
 // dst = the combination of the slot's local blocks (the identity when it has none). Not fenced.
@@ -175,20 +213,16 @@ bool reduce_in_result_blocks(const Exec& space, const CollectivePlan& plan, cons
   Transport* t = plan.colors.empty() ? nullptr : &reduce_group_transport<T, M>(plan);
   if (across && t->backend() != Backend::mpi) return false;
   const MPI_Comm comm = across ? dynamic_cast<MpiTransport&>(*t).comm() : MPI_COMM_NULL;
-  if (across) check_same_reduction_of<T>(comm, op, plan);
   for (std::size_t s = 0; s < plan.slots.size(); ++s) {
     const Slot& slot = plan.slots[s];
     T* dst = first[s];
-    const int64_t n = volume(slot.shape);
-    const std::size_t count = static_cast<std::size_t>(n) * ReduceScalar<T>::lanes;
-    if (across && slot.members.size() == 1) {
-      allreduce(comm, operand[target_of(plan, slot.members[0])], dst, count, mpi_reduce_datatype<T>(),
-                mpi_reduce_op<T>(op));
+    if (across && slot.members.size() == 1) {  // one slot (plan.slot_elements) when processes take part
+      reduce_across(comm, operand[target_of(plan, slot.members[0])], dst, op, plan);
       continue;
     }
     combine_slot(space, plan, slot, operand, op, dst);
     space.fence();
-    if (across) allreduce(comm, MPI_IN_PLACE, dst, count, mpi_reduce_datatype<T>(), mpi_reduce_op<T>(op));
+    if (across) reduce_across<T>(comm, nullptr, dst, op, plan);
   }
   for (const Copy& c : plan.copies) {
     T* dst = out[c.target].data.data();
@@ -227,10 +261,7 @@ Kokkos::View<T*, M> reduce_slots(const Exec& space, const CollectivePlan& plan, 
   }
 #endif
   const MPI_Comm comm = dynamic_cast<MpiTransport&>(t).comm();
-  const std::size_t count = static_cast<std::size_t>(plan.slot_elements) * ReduceScalar<T>::lanes;
-  check_same_reduction_of<T>(comm, op, plan);
-  on_host(slots, true,
-          [&](T* data) { allreduce(comm, MPI_IN_PLACE, data, count, mpi_reduce_datatype<T>(), mpi_reduce_op<T>(op)); });
+  on_host(slots, true, [&](T* data) { reduce_across<T>(comm, nullptr, data, op, plan); });
   return slots;
 }
 
