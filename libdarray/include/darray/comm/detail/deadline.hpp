@@ -92,6 +92,7 @@ inline void wait_all_until(std::vector<MPI_Request>& requests, const char* op, c
       }
     }
   };
+  const WorldReturnsErrors world_returns_errors;
   if (timeout_s <= 0) {
     const int rc = MPI_Waitall(n, requests.data(), statuses);
     if (rc == MPI_ERR_IN_STATUS) fail_in_status(n, nullptr);

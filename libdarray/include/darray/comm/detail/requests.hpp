@@ -156,6 +156,7 @@ class RequestSet {
   int wait_or_poll(int& outcount, const char* api) {
     const int n = static_cast<int>(m_requests.size());
     const double timeout_s = wait_timeout_seconds();
+    const WorldReturnsErrors world_returns_errors;
     if (timeout_s <= 0) return MPI_Waitsome(n, m_requests.data(), &outcount, m_indices.data(), m_statuses.data());
     PollPause pause;
     while (true) {

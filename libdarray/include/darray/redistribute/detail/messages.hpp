@@ -120,6 +120,7 @@ class MpiTypes {
 inline void wait_all_checked(std::vector<MPI_Request>& requests, const char* api) {
   if (requests.empty()) return;
   std::vector<MPI_Status> statuses(requests.size());
+  const WorldReturnsErrors world_returns_errors;
   const int rc = MPI_Waitall(static_cast<int>(requests.size()), requests.data(), statuses.data());
   if (rc == MPI_ERR_IN_STATUS) {
     for (const MPI_Status& st : statuses)
