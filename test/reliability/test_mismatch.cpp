@@ -24,6 +24,19 @@ void require_mismatch_error(Fn&& fn, const char* must_contain = "") {
                  msg.find(must_contain) != std::string::npos));
 }
 
+// The last process runs on_last, the others on_others; every process must get the mismatch error.
+template <class Last, class Others>
+void require_mismatch_between(Last&& on_last, Others&& on_others, const char* must_contain) {
+  require_mismatch_error(
+      [&] {
+        if (last())
+          on_last();
+        else
+          on_others();
+      },
+      must_contain);
+}
+
 }  // namespace
 
 TEST_CASE("mismatch checks are off: this test is about what travels") { REQUIRE(!consistency_checks_enabled()); }
@@ -33,12 +46,12 @@ TEST_CASE("reshard of float64 here and int64 on the last process: an error on ev
   const NamedSharding rows(mesh, P{"x"}), cols(mesh, P{none, "x"});
   for (const int64_t n : {int64_t(16), int64_t(512)}) {  // packed messages per peer, and one message per piece
     INFO("n = " << n);
-    require_mismatch_error(
+    require_mismatch_between(
         [&] {
-          if (last())
-            (void)reshard(iota<int64_t, 2>({2 * n, n}, rows), cols);
-          else
-            (void)reshard(iota<double, 2>({2 * n, n}, rows), cols);
+          (void)reshard(iota<int64_t, 2>({2 * n, n}, rows), cols);
+        },
+        [&] {
+          (void)reshard(iota<double, 2>({2 * n, n}, rows), cols);
         },
         "sent data of another operation");
   }
@@ -61,22 +74,17 @@ TEST_CASE("staged (device) path: reshard of float64 here and int64 on the last p
   const Mesh mesh = make_mesh({device_count()}, {"x"});
   const NamedSharding rows(mesh, P{"x"}), cols(mesh, P{none, "x"});
   const int64_t n = 16 * device_count();
-  require_mismatch_error(
+  require_mismatch_between(
       [&] {
-        if (last())
-          (void)reshard(iota<int64_t, 2>({2 * n, n}, rows), cols);
-        else
-          (void)reshard(iota<double, 2>({2 * n, n}, rows), cols);
+        (void)reshard(iota<int64_t, 2>({2 * n, n}, rows), cols);
+      },
+      [&] {
+        (void)reshard(iota<double, 2>({2 * n, n}, rows), cols);
       },
       "sent data of another operation");
-  require_mismatch_error(
-      [&] {
-        if (last())
-          (void)all_gather(iota<int32_t, 1>({n}, rows), "x", 0, tiled);
-        else
-          (void)all_gather(iota<float, 1>({n}, rows), "x", 0, tiled);
-      },
-      "sent data of another operation");
+  require_mismatch_between([&] { (void)all_gather(iota<int32_t, 1>({n}, rows), "x", 0, tiled); },
+                           [&] { (void)all_gather(iota<float, 1>({n}, rows), "x", 0, tiled); },
+                           "sent data of another operation");
 }
 
 TEST_CASE("reshard of another shape on the last process: an error on every process") {
@@ -90,14 +98,9 @@ TEST_CASE("all_gather of float32 here and int32 on the last process: an error on
   const Mesh mesh = make_mesh({device_count()}, {"x"});
   const NamedSharding line(mesh, P{"x"});
   const int64_t n = 4 * device_count();
-  require_mismatch_error(
-      [&] {
-        if (last())
-          (void)all_gather(iota<int32_t, 1>({n}, line), "x", 0, tiled);
-        else
-          (void)all_gather(iota<float, 1>({n}, line), "x", 0, tiled);
-      },
-      "sent data of another operation");
+  require_mismatch_between([&] { (void)all_gather(iota<int32_t, 1>({n}, line), "x", 0, tiled); },
+                           [&] { (void)all_gather(iota<float, 1>({n}, line), "x", 0, tiled); },
+                           "sent data of another operation");
 }
 
 // Reductions go through the transport's allreduce, which carries no tag: before it, the processes compare a
@@ -108,26 +111,14 @@ TEST_CASE("psum of int64 here and float64 on the last process: an error on every
   for (const int64_t per_device : {int64_t(1), int64_t(8192)}) {  // 8 bytes and 64 KiB per device
     INFO("elements per device = " << per_device);
     const int64_t n = per_device * device_count();
-    require_mismatch_error(
-        [&] {
-          if (last())
-            (void)psum(iota<double, 1>({n}, line), "x");
-          else
-            (void)psum(iota<int64_t, 1>({n}, line), "x");
-        },
-        "another reduction");
+    require_mismatch_between([&] { (void)psum(iota<double, 1>({n}, line), "x"); },
+                             [&] { (void)psum(iota<int64_t, 1>({n}, line), "x"); }, "another reduction");
   }
   // Kept output, and the library usable afterwards.
   const int64_t n = 4 * device_count();
   auto out = psum(iota<double, 1>({n}, line), "x");
-  require_mismatch_error(
-      [&] {
-        if (last())
-          psum(iota<double, 1>({n}, line), "x", out);
-        else
-          (void)pmax(iota<double, 1>({n}, line), "x");
-      },
-      "another reduction");
+  require_mismatch_between([&] { psum(iota<double, 1>({n}, line), "x", out); },
+                           [&] { (void)pmax(iota<double, 1>({n}, line), "x"); }, "another reduction");
   out = psum(full<double, 1>({n}, 1.0, line), "x");
   bool ok = true;
   for (const auto& s : out.addressable_shards()) {
@@ -141,26 +132,14 @@ TEST_CASE("psum_scatter of float32 here and int32 on the last process: an error 
   const Mesh mesh = make_mesh({device_count()}, {"x"});
   const NamedSharding line(mesh, P{"x"});
   const int64_t n = 4 * device_count() * device_count();
-  require_mismatch_error(
-      [&] {
-        if (last())
-          (void)psum_scatter(iota<int32_t, 1>({n}, line), "x", 0);
-        else
-          (void)psum_scatter(iota<float, 1>({n}, line), "x", 0);
-      },
-      "another reduction");
+  require_mismatch_between([&] { (void)psum_scatter(iota<int32_t, 1>({n}, line), "x", 0); },
+                           [&] { (void)psum_scatter(iota<float, 1>({n}, line), "x", 0); }, "another reduction");
 }
 
 TEST_CASE("sum of a float64 array here and an int64 array on the last process: an error on every process") {
   const Mesh mesh = make_mesh({device_count()}, {"x"});
   const NamedSharding line(mesh, P{"x"});
   const int64_t n = 4 * device_count();
-  require_mismatch_error(
-      [&] {
-        if (last())
-          (void)sum(iota<int64_t, 1>({n}, line));
-        else
-          (void)sum(iota<double, 1>({n}, line));
-      },
-      "another reduction");
+  require_mismatch_between([&] { (void)sum(iota<int64_t, 1>({n}, line)); },
+                           [&] { (void)sum(iota<double, 1>({n}, line)); }, "another reduction");
 }
