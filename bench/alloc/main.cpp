@@ -3,8 +3,8 @@
 // on and off (off = DARRAY_CACHE_BYTES=0, plain Kokkos allocations): min and median over --reps calls, each the max
 // over processes, and the ratio allocating / kept. (2) The resident set size over --rss-calls allocate/free calls
 // whose sizes cycle through --rss-sizes sizes (flat after the first cycle, "warm") and whose sizes never repeat
-// (bounded by the limit). (3) One call of the allocating reshard and fftn against their kept forms: time, and the
-// peak bytes the call held beyond its operand and result.
+// (bounded by the limit). (3) One call of the allocating reshard, fftn, psum, all_gather and all_to_all against
+// their kept forms: time, and the peak bytes the call held beyond its operand and result.
 #include <mpi.h>
 #include <unistd.h>
 
@@ -181,6 +181,39 @@ void one_call_table(int mib_per_process, int reps) {
         [&] { execute(*plan, a, kept); }, [&] { b = reshard(a, to); }, [&] { b.reset(); });
   }
   fftn_row<DefaultMemorySpace>(mib_per_process, reps, line);
+  // The collectives, each with a result of about mib_per_process MiB per process (1-D, sharded over all devices).
+  const int64_t local = local_device_count();
+  const int64_t per_process = static_cast<int64_t>(mib_per_process) * (1 << 20) / 8;
+  const NamedSharding by_x(line, P{"x"});
+  {
+    const int64_t m = per_process / local;  // result elements per device = operand elements per device
+    auto x = full<double, 1>({nd * m}, 1.0, by_x);
+    auto kept = psum(x, "x");
+    std::optional<decltype(kept)> y;
+    one_call(
+        "psum " + std::to_string(m * 8 >> 20) + " MiB/device", reps, static_cast<std::size_t>(per_process) * 8,
+        [&] { psum(x, "x", kept); }, [&] { y = psum(x, "x"); }, [&] { y.reset(); });
+  }
+  {
+    const int64_t m = std::max<int64_t>(1, per_process / (local * nd));  // the result: nd * m per device
+    auto x = full<double, 1>({nd * m}, 1.0, by_x);
+    auto kept = all_gather(x, "x", 0, tiled);
+    std::optional<decltype(kept)> y;
+    one_call(
+        "all_gather " + std::to_string(nd * m * 8 >> 20) + " MiB/device", reps,
+        static_cast<std::size_t>(local * nd * m) * 8, [&] { all_gather(x, "x", 0, tiled, kept); },
+        [&] { y = all_gather(x, "x", 0, tiled); }, [&] { y.reset(); });
+  }
+  {
+    const int64_t c = std::max<int64_t>(1, per_process / (local * nd));  // a chunk; nd chunks per device
+    auto x = full<double, 1>({nd * nd * c}, 1.0, by_x);
+    auto kept = all_to_all(x, "x", 0, 0);
+    std::optional<decltype(kept)> y;
+    one_call(
+        "all_to_all " + std::to_string(nd * c * 8 >> 20) + " MiB/device", reps,
+        static_cast<std::size_t>(local * nd * c) * 8, [&] { all_to_all(x, "x", 0, 0, kept); },
+        [&] { y = all_to_all(x, "x", 0, 0); }, [&] { y.reset(); });
+  }
 }
 
 }  // namespace
