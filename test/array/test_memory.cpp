@@ -164,6 +164,36 @@ TEST_CASE("cached_view and cached_buffer serve the library's own buffers") {
   REQUIRE(s2.allocations_from_cache == s1.allocations_from_cache + 1);
 }
 
+TEST_CASE("a size class hands out its most recently freed block; eviction takes the oldest of all") {
+  LimitGuard guard;
+  release_cached_memory();
+  Cache::instance().set_limit(std::size_t(1) << 30);
+  using Buffer = Kokkos::View<char*, DefaultMemorySpace>;
+  const std::size_t small = 64 * 1024, large = 96 * 1024;  // two size classes
+  Buffer a = detail::cached_buffer<DefaultMemorySpace>(small), b = detail::cached_buffer<DefaultMemorySpace>(small),
+         c = detail::cached_buffer<DefaultMemorySpace>(large);
+  const void *pb = b.data(), *pc = c.data();
+  a = Buffer();  // freed first: the oldest
+  b = Buffer();
+  c = Buffer();  // freed last: the newest
+  bool ok = memory_stats().bytes_cached == 2 * small + large;
+  reset_memory_stats();
+  Buffer b2 = detail::cached_buffer<DefaultMemorySpace>(small);
+  ok = ok && b2.data() == pb && memory_stats().allocations_from_cache == 1;  // b, not the older a
+  b2 = Buffer();                                                             // cached again: now the newest
+  // Room for two blocks: a (the oldest) goes, c and b stay.
+  Cache::instance().set_limit(small + large);
+  MemoryStats s = memory_stats();
+  ok = ok && s.bytes_cached == small + large && s.evictions == 1;
+  Buffer c2 = detail::cached_buffer<DefaultMemorySpace>(large), b3 = detail::cached_buffer<DefaultMemorySpace>(small);
+  ok = ok && c2.data() == pc && b3.data() == pb;
+  reset_memory_stats();
+  Buffer fresh = detail::cached_buffer<DefaultMemorySpace>(small);  // the class is empty: from the system
+  s = memory_stats();
+  ok = ok && s.allocations_from_system == 1 && s.allocations_from_cache == 0 && fresh.extent(0) == small;
+  REQUIRE(all_ok(ok));
+}
+
 TEST_CASE("size classes: at most 12.5% above the request, equal requests equal classes") {
   for (std::size_t bytes : {1ul, 511ul, 512ul, 4095ul, 4097ul, 1000000ul, 67108864ul, 67108865ul, 268435455ul}) {
     const std::size_t c = detail::cache_size_class(bytes);

@@ -108,7 +108,8 @@ TEST_CASE("all_gather of float32 here and int32 on the last process: an error on
 TEST_CASE("psum of int64 here and float64 on the last process: an error on every process, not garbage") {
   const Mesh mesh = make_mesh({device_count()}, {"x"});
   const NamedSharding line(mesh, P{"x"});
-  for (const int64_t per_device : {int64_t(1), int64_t(8192)}) {  // 8 bytes and 64 KiB per device
+  // 8 B and 64 KiB per device: the fingerprint inside the data's allreduce; 256 KiB: a fingerprint allreduce first.
+  for (const int64_t per_device : {int64_t(1), int64_t(8192), int64_t(32768)}) {
     INFO("elements per device = " << per_device);
     const int64_t n = per_device * device_count();
     require_mismatch_between([&] { (void)psum(iota<double, 1>({n}, line), "x"); },
@@ -126,6 +127,20 @@ TEST_CASE("psum of int64 here and float64 on the last process: an error on every
     for (int64_t i = 0; i < s.index[0].size(); ++i) ok = ok && h(i) == static_cast<double>(device_count());
   }
   REQUIRE(all_ok(ok));
+}
+
+// Another length: the same element type and operation, but a block of another size on the last process, small
+// (the fingerprint rides in the data's allreduce) and large (its own allreduce first).
+TEST_CASE("psum of another length on the last process: an error on every process") {
+  const Mesh mesh = make_mesh({device_count()}, {"x"});
+  const NamedSharding line(mesh, P{"x"});
+  // 8192 here and 8193 there: 64 KiB (fused) against just above it (a fingerprint allreduce first).
+  for (const int64_t per_device : {int64_t(3), int64_t(4), int64_t(1000), int64_t(8192), int64_t(40000)}) {
+    INFO("elements per device here = " << per_device);
+    const int64_t n = per_device * device_count(), n_last = (per_device + 1) * device_count();
+    require_mismatch_between([&] { (void)psum(iota<double, 1>({n_last}, line), "x"); },
+                             [&] { (void)psum(iota<double, 1>({n}, line), "x"); }, "another reduction");
+  }
 }
 
 TEST_CASE("psum_scatter of float32 here and int32 on the last process: an error on every process") {

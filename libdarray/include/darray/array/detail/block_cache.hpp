@@ -18,9 +18,9 @@
 #include <cstddef>
 #include <cstring>
 #include <functional>
-#include <list>
 #include <map>
 #include <mutex>
+#include <new>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -126,46 +126,63 @@ class BlockCache {
     return m_open && m_limit > 0;
   }
 
-  CachedBlock acquire(std::size_t bytes) {
+  // A block of at least `bytes` (its size class) and storage for its allocation record, or nothing when the cache
+  // is off (then the caller allocates without it). `record_storage` is null when no spare one was kept.
+  struct Acquired {
+    CachedBlock block;
+    void* record_storage = nullptr;
+  };
+  bool acquire(std::size_t bytes, Acquired& out) {
     const std::size_t cls = cache_size_class(bytes);
     {
       std::lock_guard<std::mutex> lock(m_mutex);
-      const auto last = m_bins.upper_bound(cls);
-      if (last != m_bins.begin() && std::prev(last)->first == cls) {
+      open_if_needed();
+      if (!m_open || m_limit == 0) return false;
+      out.record_storage = take_record_storage();
+      const auto bin = m_bins.find(cls);
+      if (bin != m_bins.end() && bin->second.newest) {
         // The most recently freed block of the class: its pages are the likeliest to be warm.
-        const auto bin = std::prev(last);
-        const CachedBlock block = *bin->second;
-        m_lru.erase(bin->second);
-        m_bins.erase(bin);
+        Node* node = bin->second.newest;
+        out.block = node->block;
+        unlink(node);
         m_counters.bytes_cached -= cls;
         ++m_counters.from_cache;
         note_in_use(cls);
-        return block;
+        return true;
       }
     }
-    void* base = system_allocate(cls);
+    void* base = nullptr;
+    try {
+      base = system_allocate(cls);
+    } catch (...) {
+      give_back_record_storage(out.record_storage);
+      throw;
+    }
     zero_header(base);
     std::lock_guard<std::mutex> lock(m_mutex);
     ++m_counters.from_system;
     note_in_use(cls);
-    return CachedBlock{static_cast<char*>(base) + sizeof(Header), cls};
+    out.block = CachedBlock{static_cast<char*>(base) + sizeof(Header), cls};
+    return true;
   }
 
-  // Called when the last view of `block` goes; never throws (it runs inside Kokkos' reference counting).
-  void give_back(const CachedBlock& block) noexcept {
-    std::vector<CachedBlock> evicted;
+  // Called when the last view of `block` goes, with the storage of its (destroyed) record, or null; never throws
+  // (it runs inside Kokkos' reference counting).
+  void give_back(const CachedBlock& block, void* record_storage = nullptr) noexcept {
+    bool free_block = false;
+    std::vector<CachedBlock> evicted;  // allocates only when something is evicted
     {
       std::lock_guard<std::mutex> lock(m_mutex);
       m_counters.bytes_in_use -= block.bytes;
-      if (!m_open || block.bytes > m_limit) {
-        evicted.push_back(block);
+      keep_record_storage(record_storage);
+      if (!m_open || block.bytes > m_limit || !link_newest(block)) {
+        free_block = true;
       } else {
-        m_lru.push_back(block);
-        m_bins.emplace(block.bytes, std::prev(m_lru.end()));
         m_counters.bytes_cached += block.bytes;
         evict_to(m_limit, evicted);
       }
     }
+    if (free_block) system_free_one(block);
     system_free(evicted);
   }
 
@@ -207,6 +224,25 @@ class BlockCache {
   }
 
  private:
+  // A cached block in two intrusive lists: all cached blocks by the time they were freed (evict the oldest), and
+  // the blocks of its size class (reuse the newest). Nodes and record storage are recycled, so a block's round trip
+  // through the cache allocates nothing once the cache has warmed up.
+  struct Bin;
+  struct Node {
+    CachedBlock block;
+    Node* older = nullptr;
+    Node* newer = nullptr;
+    Node* bin_older = nullptr;
+    Node* bin_newer = nullptr;
+    Bin* bin = nullptr;
+  };
+  struct Bin {
+    Node* oldest = nullptr;
+    Node* newest = nullptr;
+  };
+  // Spare nodes and record storage kept at most: beyond it they are freed (a burst of frees is not kept forever).
+  static constexpr std::size_t max_spares = 4096;
+
   BlockCache() = default;
 
   // With m_mutex held.
@@ -227,6 +263,13 @@ class BlockCache {
       m_open = false;
       m_registered = false;
       evict_to(0, freed);
+      m_bins.clear();
+      for (Node* n : m_spare_nodes) delete n;
+      m_spare_nodes.clear();
+      m_spare_nodes.shrink_to_fit();
+      for (void* r : m_spare_records) ::operator delete(r);
+      m_spare_records.clear();
+      m_spare_records.shrink_to_fit();
     }
     system_free(freed);
   }
@@ -236,16 +279,81 @@ class BlockCache {
     if (m_counters.bytes_in_use > m_counters.peak_bytes_in_use) m_counters.peak_bytes_in_use = m_counters.bytes_in_use;
   }
 
+  // With m_mutex held: `block` becomes the newest cached block (of all and of its class). False when no node could
+  // be allocated (then the caller frees the block instead of caching it).
+  bool link_newest(const CachedBlock& block) noexcept {
+    Node* node = nullptr;
+    if (!m_spare_nodes.empty()) {
+      node = m_spare_nodes.back();
+      m_spare_nodes.pop_back();
+    } else {
+      node = new (std::nothrow) Node;
+      if (!node) return false;
+    }
+    Bin* bin = nullptr;
+    try {
+      bin = &m_bins[block.bytes];  // at most 8 classes per power of two: the map stays small
+    } catch (...) {
+      delete node;
+      return false;
+    }
+    *node = Node{block, m_newest, nullptr, bin->newest, nullptr, bin};
+    (m_newest ? m_newest->newer : m_oldest) = node;
+    m_newest = node;
+    (bin->newest ? bin->newest->bin_newer : bin->oldest) = node;
+    bin->newest = node;
+    return true;
+  }
+
+  // With m_mutex held: takes `node` out of both lists and keeps it as a spare.
+  void unlink(Node* node) noexcept {
+    (node->older ? node->older->newer : m_oldest) = node->newer;
+    (node->newer ? node->newer->older : m_newest) = node->older;
+    Bin* bin = node->bin;
+    (node->bin_older ? node->bin_older->bin_newer : bin->oldest) = node->bin_newer;
+    (node->bin_newer ? node->bin_newer->bin_older : bin->newest) = node->bin_older;
+    if (!keep_spare(m_spare_nodes, node)) delete node;
+  }
+
+  template <class P>
+  static bool keep_spare(std::vector<P>& spares, P p) noexcept {
+    if (spares.size() >= max_spares) return false;
+    try {
+      spares.push_back(p);
+      return true;
+    } catch (...) {
+      return false;
+    }
+  }
+
+  // With m_mutex held: spare record storage, or null.
+  void* take_record_storage() noexcept {
+    if (m_spare_records.empty()) return nullptr;
+    void* r = m_spare_records.back();
+    m_spare_records.pop_back();
+    return r;
+  }
+  void keep_record_storage(void* r) noexcept {
+    if (r && (!m_open || !keep_spare(m_spare_records, r))) ::operator delete(r);
+  }
+  void give_back_record_storage(void* r) noexcept {
+    std::lock_guard<std::mutex> lock(m_mutex);
+    keep_record_storage(r);
+  }
+
   // With m_mutex held: oldest freed blocks out until at most `limit` bytes stay cached.
-  void evict_to(std::size_t limit, std::vector<CachedBlock>& out) {
-    while (m_counters.bytes_cached > limit && !m_lru.empty()) {
-      const CachedBlock block = m_lru.front();
-      // The oldest block of the whole cache is the oldest of its class: the first of its key's range.
-      m_bins.erase(m_bins.lower_bound(block.bytes));
-      m_lru.pop_front();
+  void evict_to(std::size_t limit, std::vector<CachedBlock>& out) noexcept {
+    while (m_counters.bytes_cached > limit && m_oldest) {
+      Node* node = m_oldest;  // the oldest block of the whole cache is the oldest of its class
+      const CachedBlock block = node->block;
+      unlink(node);
       m_counters.bytes_cached -= block.bytes;
       if (limit > 0) ++m_counters.evictions;
-      out.push_back(block);
+      try {
+        out.push_back(block);
+      } catch (...) {
+        system_free_one(block);  // no room to defer it: free it here, under the lock
+      }
     }
   }
 
@@ -265,15 +373,15 @@ class BlockCache {
     }
   }
 
-  static void system_free(const std::vector<CachedBlock>& blocks) noexcept {
-    for (const CachedBlock& b : blocks) {
-      try {
-        MemorySpace().deallocate("darray::cache", static_cast<char*>(b.data) - sizeof(Header),
-                                 b.bytes + sizeof(Header));
-      } catch (...) {
-        // A failed free (a GPU already torn down) loses the block; it cannot be reported from here.
-      }
+  static void system_free_one(const CachedBlock& b) noexcept {
+    try {
+      MemorySpace().deallocate("darray::cache", static_cast<char*>(b.data) - sizeof(Header), b.bytes + sizeof(Header));
+    } catch (...) {
+      // A failed free (a GPU already torn down) loses the block; it cannot be reported from here.
     }
+  }
+  static void system_free(const std::vector<CachedBlock>& blocks) noexcept {
+    for (const CachedBlock& b : blocks) system_free_one(b);
   }
 
   static void zero_header(void* base) {
@@ -293,16 +401,26 @@ class BlockCache {
   bool m_open = false;        // freed blocks are kept
   std::size_t m_limit = 0;
   CacheCounters m_counters;
-  std::list<CachedBlock> m_lru;                                         // freed blocks, oldest first
-  std::multimap<std::size_t, std::list<CachedBlock>::iterator> m_bins;  // by size class, oldest first per class
+  Node* m_oldest = nullptr;  // all cached blocks, oldest first
+  Node* m_newest = nullptr;
+  std::map<std::size_t, Bin> m_bins;  // by size class
+  std::vector<Node*> m_spare_nodes;
+  std::vector<void*> m_spare_records;
 };
 
-// The Kokkos allocation record of a block handed out by the cache: the last view's release returns the block.
+// The Kokkos allocation record of a block handed out by the cache: the last view's release returns the block, and
+// the record's storage with it (records are built in recycled storage, see BlockCache::Acquired).
 template <class MemorySpace>
 class CachedBlockRecord final : public ExternalAllocationRecord {
  public:
-  static CachedBlockRecord* create(const CachedBlock& block, const std::string& label) {
-    return new CachedBlockRecord(block, label);
+  static CachedBlockRecord* create(const CachedBlock& block, void* storage, const std::string& label) {
+    if (!storage) storage = ::operator new(sizeof(CachedBlockRecord));
+    try {
+      return new (storage) CachedBlockRecord(block, label);
+    } catch (...) {
+      ::operator delete(storage);
+      throw;
+    }
   }
 
  private:
@@ -312,36 +430,45 @@ class CachedBlockRecord final : public ExternalAllocationRecord {
   static void release(Kokkos::Impl::SharedAllocationRecord<void, void>* record) {
     auto* self = static_cast<CachedBlockRecord*>(record);
     const CachedBlock block = self->m_block;
-    delete self;
-    BlockCache<MemorySpace>::instance().give_back(block);
+    self->~CachedBlockRecord();
+    BlockCache<MemorySpace>::instance().give_back(block, self);
   }
 
   CachedBlock m_block;
 };
 
 // An uninitialised managed view of type View (contiguous layout) with `extents`, its memory from the cache of its
-// memory space; a plain Kokkos allocation when the cache is off, no Environment is active, or it holds nothing.
+// memory space; nothing when the cache is off, no Environment is active, the view is empty or its elements are not
+// trivially destructible (elements are never destroyed when a block returns).
 template <class View, class... Extents>
-View cached_view(const std::string& label, Extents... extents) {
+bool try_cached_view(View& out, const std::string& label, Extents... extents) {
   using T = typename View::non_const_value_type;
   using M = typename View::memory_space;
   static_assert(std::is_same<typename View::array_layout, Kokkos::LayoutRight>::value ||
                     std::is_same<typename View::array_layout, Kokkos::LayoutLeft>::value,
                 "cached_view: the span of the layout must be the product of the extents");
   const std::size_t count = (std::size_t(1) * ... * static_cast<std::size_t>(extents));
-  // Elements are never destroyed when a block returns, so only trivially destructible ones are cached.
-  if (!std::is_trivially_destructible<T>::value || count == 0 || !BlockCache<M>::instance().enabled())
-    return View(Kokkos::view_alloc(label, Kokkos::WithoutInitializing), extents...);
+  if (!std::is_trivially_destructible<T>::value || count == 0) return false;
   auto& cache = BlockCache<M>::instance();
-  const CachedBlock block = cache.acquire(count * sizeof(T));
+  typename BlockCache<M>::Acquired got;
+  if (!cache.acquire(count * sizeof(T), got)) return false;
   CachedBlockRecord<M>* record = nullptr;
   try {
-    record = CachedBlockRecord<M>::create(block, label);
+    record = CachedBlockRecord<M>::create(got.block, got.record_storage, label);
   } catch (...) {
-    cache.give_back(block);
+    cache.give_back(got.block);
     throw;
   }
-  return view_on_record<View>(static_cast<T*>(block.data), record, extents...);
+  out = view_on_record<View>(static_cast<T*>(got.block.data), record, extents...);
+  return true;
+}
+
+// The same, falling back to a plain Kokkos allocation (uninitialised) where the cache does not serve it.
+template <class View, class... Extents>
+View cached_view(const std::string& label, Extents... extents) {
+  View view;
+  if (try_cached_view(view, label, extents...)) return view;
+  return View(Kokkos::view_alloc(label, Kokkos::WithoutInitializing), extents...);
 }
 
 // `bytes` uninitialised bytes of MemorySpace from its cache (staging and work buffers).

@@ -99,11 +99,11 @@ auto allocate_or_throw(const std::string& label, std::size_t bytes, const char* 
 template <class View, std::size_t... I>
 View allocate_view_impl(const std::string& label, const Shape& shape, bool initialize, std::index_sequence<I...>) {
   (void)shape;  // unused for rank 0
-  if (!BlockCache<typename View::memory_space>::instance().enabled()) {
+  View view;
+  if (!try_cached_view(view, label, static_cast<std::size_t>(shape[I])...)) {
     if (initialize) return View(label, static_cast<std::size_t>(shape[I])...);
     return View(Kokkos::view_alloc(label, Kokkos::WithoutInitializing), static_cast<std::size_t>(shape[I])...);
   }
-  View view = cached_view<View>(label, static_cast<std::size_t>(shape[I])...);
   if (initialize) Kokkos::deep_copy(view, typename View::non_const_value_type());
   return view;
 }

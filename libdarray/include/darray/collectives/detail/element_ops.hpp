@@ -59,30 +59,46 @@ MPI_Datatype mpi_reduce_datatype() {
   return mpi_datatype<typename ReduceScalar<T>::type>();
 }
 
-// MPI_MAX and MPI_MIN drop NaN (pmax of [NaN, 1] gives 1); JAX and NumPy propagate it. This user-defined
-// operation does: a NaN operand wins, otherwise the larger (Max) or smaller value.
-template <class R, bool Max>
-void nan_propagating_combine(void* in, void* inout, int* len, MPI_Datatype*) {
-  const R* a = static_cast<const R*>(in);
-  R* b = static_cast<R*>(inout);
-  for (int i = 0; i < *len; ++i) {
-    const R x = a[i], y = b[i];
-    if (x != x || (Max ? x > y : x < y)) b[i] = x;  // when y is NaN both comparisons fail and y stays
-  }
+// One element of dst = op(dst, src). max and min propagate NaN from either side (src != src only for NaN).
+template <class T>
+KOKKOS_INLINE_FUNCTION T combine_max(const T& d, const T& s) {
+  return s > d || s != s ? s : d;
+}
+template <class T>
+KOKKOS_INLINE_FUNCTION T combine_min(const T& d, const T& s) {
+  return s < d || s != s ? s : d;
+}
+template <ReduceOp Op, class T>
+KOKKOS_INLINE_FUNCTION T combine_one(const T& d, const T& s) {
+  if constexpr (Op == ReduceOp::sum)
+    return d + s;
+  else if constexpr (Op == ReduceOp::max)
+    return combine_max(d, s);
+  else
+    return combine_min(d, s);
 }
 
-// The operation above as an MPI_Op, created on first use and freed when the Environment ends.
-template <class R, bool Max>
-MPI_Op nan_propagating_op() {
+// The user-defined MPI operation `Fn` (commutative), created on first use and freed when the Environment ends.
+template <MPI_User_function* Fn>
+MPI_Op cached_user_op() {
   static MPI_Op op = MPI_OP_NULL;
   if (op == MPI_OP_NULL) {
-    DARRAY_MPI_CHECK(MPI_Op_create(&nan_propagating_combine<R, Max>, /*commute=*/1, &op));
+    DARRAY_MPI_CHECK(MPI_Op_create(Fn, /*commute=*/1, &op));
     at_finalize([] {
       if (op != MPI_OP_NULL) MPI_Op_free(&op);
       op = MPI_OP_NULL;
     });
   }
   return op;
+}
+
+// MPI_MAX and MPI_MIN drop NaN (pmax of [NaN, 1] gives 1); JAX and NumPy propagate it. This user-defined
+// operation does: a NaN operand wins, otherwise the larger (max) or smaller value.
+template <class R, ReduceOp Op>
+void nan_propagating_combine(void* in, void* inout, int* len, MPI_Datatype*) {
+  const R* a = static_cast<const R*>(in);
+  R* b = static_cast<R*>(inout);
+  for (int i = 0; i < *len; ++i) b[i] = combine_one<Op>(b[i], a[i]);
 }
 
 // The MPI operation reducing elements of type T (complex: its real lanes) under op. Floating-point max and min
@@ -92,81 +108,17 @@ MPI_Op mpi_reduce_op(ReduceOp op) {
   using R = typename ReduceScalar<T>::type;
   if (op == ReduceOp::sum) return MPI_SUM;
   if constexpr (std::is_floating_point<R>::value)
-    return op == ReduceOp::max ? nan_propagating_op<R, true>() : nan_propagating_op<R, false>();
+    return op == ReduceOp::max ? cached_user_op<&nan_propagating_combine<R, ReduceOp::max>>()
+                               : cached_user_op<&nan_propagating_combine<R, ReduceOp::min>>();
   return op == ReduceOp::max ? MPI_MAX : MPI_MIN;
 }
 
-// Small reductions carry their fingerprint (comm/detail/same_reduction.hpp) in the data's own MPI_Allreduce: the
-// message is one record [f, -f, payload] of a contiguous datatype (count 1, so MPI never splits it), reduced by a
-// user-defined operation that takes the max of the two fingerprint words and combines the payload as op does (max
-// and min propagating NaN). One call instead of two: a separate 16-byte allreduce costs as much as a small one.
-constexpr std::size_t fused_reduce_max_bytes = 4096;  // payload bytes up to which the fingerprint rides along
-constexpr std::size_t fused_reduce_header_bytes = 16;
-
+// A reduction record's payload (elements of R, comm/detail/same_reduction.hpp) combined into another's under Op.
 template <class R, ReduceOp Op>
-void fused_combine(void* in, void* inout, int* len, MPI_Datatype* type) {
-  int size = 0;
-  MPI_Type_size(*type, &size);
-  for (int k = 0; k < *len; ++k) {
-    char* a = static_cast<char*>(in) + static_cast<std::size_t>(k) * static_cast<std::size_t>(size);
-    char* b = static_cast<char*>(inout) + static_cast<std::size_t>(k) * static_cast<std::size_t>(size);
-    std::int64_t wa[2], wb[2];
-    std::memcpy(wa, a, sizeof wa);
-    std::memcpy(wb, b, sizeof wb);
-    for (int w = 0; w < 2; ++w) wb[w] = wa[w] > wb[w] ? wa[w] : wb[w];
-    std::memcpy(b, wb, sizeof wb);
-    const std::size_t n = (static_cast<std::size_t>(size) - fused_reduce_header_bytes) / sizeof(R);
-    const R* x = reinterpret_cast<const R*>(a + fused_reduce_header_bytes);
-    R* y = reinterpret_cast<R*>(b + fused_reduce_header_bytes);
-    for (std::size_t i = 0; i < n; ++i) {
-      if constexpr (Op == ReduceOp::sum)
-        y[i] += x[i];
-      else if constexpr (Op == ReduceOp::max)
-        y[i] = x[i] > y[i] || x[i] != x[i] ? x[i] : y[i];
-      else
-        y[i] = x[i] < y[i] || x[i] != x[i] ? x[i] : y[i];
-    }
-  }
-}
-
-// The fused operation for R under op, created on first use and freed when the Environment ends.
-template <class R, ReduceOp Op>
-MPI_Op fused_reduce_op() {
-  static MPI_Op mpi_op = MPI_OP_NULL;
-  if (mpi_op == MPI_OP_NULL) {
-    DARRAY_MPI_CHECK(MPI_Op_create(&fused_combine<R, Op>, /*commute=*/1, &mpi_op));
-    at_finalize([] {
-      if (mpi_op != MPI_OP_NULL) MPI_Op_free(&mpi_op);
-      mpi_op = MPI_OP_NULL;
-    });
-  }
-  return mpi_op;
-}
-
-template <class T>
-MPI_Op fused_reduce_op(ReduceOp op) {
-  using R = typename ReduceScalar<T>::type;
-  return op == ReduceOp::sum   ? fused_reduce_op<R, ReduceOp::sum>()
-         : op == ReduceOp::max ? fused_reduce_op<R, ReduceOp::max>()
-                               : fused_reduce_op<R, ReduceOp::min>();
-}
-
-// The record's datatype, `bytes` contiguous bytes; one per size, made on first use, freed when the Environment ends.
-inline MPI_Datatype fused_record_type(std::size_t bytes) {
-  static std::vector<MPI_Datatype> types;
-  if (types.empty())
-    at_finalize([] {
-      for (MPI_Datatype& t : types)
-        if (t != MPI_DATATYPE_NULL) MPI_Type_free(&t);
-      types.clear();
-    });
-  if (types.size() <= bytes) types.resize(bytes + 1, MPI_DATATYPE_NULL);
-  MPI_Datatype& t = types[bytes];
-  if (t == MPI_DATATYPE_NULL) {
-    DARRAY_MPI_CHECK(MPI_Type_contiguous(static_cast<int>(bytes), MPI_BYTE, &t));
-    DARRAY_MPI_CHECK(MPI_Type_commit(&t));
-  }
-  return t;
+void combine_record_payload(const char* in, char* inout, std::size_t bytes) {
+  const R* x = reinterpret_cast<const R*>(in);
+  R* y = reinterpret_cast<R*>(inout);
+  for (std::size_t i = 0; i < bytes / sizeof(R); ++i) y[i] = combine_one<Op>(y[i], x[i]);
 }
 
 // Floating-point values as unsigned integers of the same size in the same order (IEEE 754 bits: negative values'
@@ -240,16 +192,6 @@ void copy_kernel(const Exec& space, T* dst, const T* src, int64_t n) {
   Kokkos::parallel_for(
       "darray::collective_copy", Kokkos::RangePolicy<Exec, Kokkos::IndexType<int64_t>>(space, 0, n),
       KOKKOS_LAMBDA(const int64_t i) { dst[i] = src[i]; });
-}
-
-// One element of dst = op(dst, src). max and min propagate NaN from either side (src != src only for NaN).
-template <class T>
-KOKKOS_INLINE_FUNCTION T combine_max(const T& d, const T& s) {
-  return s > d || s != s ? s : d;
-}
-template <class T>
-KOKKOS_INLINE_FUNCTION T combine_min(const T& d, const T& s) {
-  return s < d || s != s ? s : d;
 }
 
 // dst[i] = op(dst[i], src[i]). Not fenced.

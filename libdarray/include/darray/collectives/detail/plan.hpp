@@ -29,6 +29,7 @@ class MoveEngine;
 struct Target {
   Device device;
   Index out_index;         // its box in the result's global coordinates
+  Shape out_shape;         // the shape of that box (its block's shape)
   bool zero_fill = false;  // ppermute: no source sends to this device, so its block is zeros
 };
 

@@ -97,7 +97,9 @@ inline std::vector<int64_t> add_targets(CollectivePlan& plan) {
   const Mesh& mesh = plan.out_sharding.mesh();
   for (const Device& d : local_devices()) {
     if (!mesh.contains(d)) continue;
-    plan.targets.push_back(Target{d, plan.out_sharding.index(plan.out_shape, d), false});
+    Index index = plan.out_sharding.index(plan.out_shape, d);
+    Shape shape = box_shape(index);
+    plan.targets.push_back(Target{d, std::move(index), std::move(shape), false});
     positions.push_back(mesh.position(d));
   }
   return positions;

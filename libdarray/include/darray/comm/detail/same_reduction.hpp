@@ -1,8 +1,10 @@
 // Reductions travel through MPI_Allreduce (or an allgather of partial results), which carries no tag: a process that
 // reduces other data (another element type of the same size, another operation, another length) would combine its
-// bytes with the others' and every process would return garbage. So the processes compare a 64-bit fingerprint of
-// the reduction first — one 16-byte allreduce, always on, DARRAY_CHECK or not — and on a mismatch all of them throw
-// the same InvalidArgument, which names what each process ran (the descriptions are gathered only then).
+// bytes with the others' and every process would return garbage, and a process with a longer buffer would make the
+// others' receives fail (MPI_ERR_TRUNCATE) and leave the rest waiting. So the processes first agree on a 64-bit
+// fingerprint of the reduction, always on, DARRAY_CHECK or not, in a record exchange that cannot truncate or block
+// (combine_records: small reductions carry their data in the same records); on a mismatch all of them throw the same
+// InvalidArgument, which names what each process ran (the descriptions are gathered only then).
 #pragma once
 
 #include <mpi.h>
@@ -11,9 +13,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
+#include "darray/comm/detail/deadline.hpp"
 #include "darray/core/error.hpp"
 #include "darray/runtime/detail/mpi.hpp"
 
@@ -57,15 +61,117 @@ constexpr std::uint64_t mix_fingerprint(std::uint64_t h, std::uint64_t v) {
                             list);
 }
 
+// A reduction record: [f, -f, payload], f the fingerprint's upper 63 bits (the negation stays in range). The
+// element-wise max of two headers is [max f, -min f], so after combining, every process sees whether all fingerprints
+// were equal (header[0] == -header[1]).
+constexpr std::size_t record_header_bytes = 16;
+// The largest payload a record carries; every receive is posted for a record of this size.
+constexpr std::size_t record_max_payload_bytes = 65536;
+constexpr int record_tag = 32767;  // the largest tag every MPI allows
+
+inline void write_record_header(char* record, std::uint64_t fingerprint) {
+  const auto f = static_cast<std::int64_t>(fingerprint >> 1);
+  const std::int64_t header[2] = {f, -f};
+  std::memcpy(record, header, sizeof header);
+}
+
+inline bool record_header_agrees(const char* record) {
+  std::int64_t header[2];
+  std::memcpy(header, record, sizeof header);
+  return header[0] == -header[1];
+}
+
+// Collective over comm: every process's record (`bytes` bytes, header included) becomes the combination of all
+// processes' records, by recursive doubling over point-to-point messages (Rabenseifner's pairing when the process
+// count is not a power of two, so every process computes the same combination in the same order).
+// combine(in, inout, payload_bytes) combines a received payload into this process's. Receives are posted for the
+// largest record and take any tag, so a process whose record has another size or that sent something else neither
+// truncates a message nor waits for one that does not come: the record is marked (a header that can never agree)
+// and the mark travels on. Returns whether every process passed the same fingerprint and size: the same answer on
+// every process. Waits under DARRAY_TIMEOUT_S.
+template <class Combine>
+bool combine_records(MPI_Comm comm, char* record, std::size_t bytes, const char* api, Combine&& combine) {
+  int rank = 0, size = 1;
+  DARRAY_MPI_CHECK(MPI_Comm_rank(comm, &rank));
+  DARRAY_MPI_CHECK(MPI_Comm_size(comm, &size));
+  if (size == 1) return record_header_agrees(record);
+  constexpr std::size_t max_bytes = record_header_bytes + record_max_payload_bytes;
+  static thread_local std::vector<std::max_align_t> words;
+  words.resize((max_bytes + sizeof(std::max_align_t) - 1) / sizeof(std::max_align_t));
+  char* in = reinterpret_cast<char*>(words.data());
+  static thread_local std::vector<MPI_Request> requests;
+  MPI_Status statuses[2];
+  const auto mark = [&] {
+    const std::int64_t never[2] = {std::numeric_limits<std::int64_t>::max(), std::numeric_limits<std::int64_t>::max()};
+    std::memcpy(record, never, sizeof never);
+  };
+  // Sends this record to `to` and/or receives one from `from` (-1: none); returns whether a record of this size
+  // arrived.
+  const auto exchange = [&](int to, int from) {
+    requests.assign(2, MPI_REQUEST_NULL);
+    if (from >= 0)
+      DARRAY_MPI_CHECK(MPI_Irecv(in, static_cast<int>(max_bytes), MPI_BYTE, from, MPI_ANY_TAG, comm, &requests[0]));
+    if (to >= 0)
+      DARRAY_MPI_CHECK(MPI_Isend(record, static_cast<int>(bytes), MPI_BYTE, to, record_tag, comm, &requests[1]));
+    wait_all_until(requests, api, {from, to}, statuses);
+    if (from < 0) return false;
+    int count = 0;
+    DARRAY_MPI_CHECK(MPI_Get_count(&statuses[0], MPI_BYTE, &count));
+    return statuses[0].MPI_TAG == record_tag && static_cast<std::size_t>(count) == bytes;
+  };
+  // Combines the record just received into this one (or marks this one when it did not match).
+  const auto absorb = [&](bool matched) {
+    if (!matched) return mark();
+    std::int64_t a[2], b[2];
+    std::memcpy(a, in, sizeof a);
+    std::memcpy(b, record, sizeof b);
+    for (int w = 0; w < 2; ++w) b[w] = std::max(a[w], b[w]);
+    std::memcpy(record, b, sizeof b);
+    combine(static_cast<const char*>(in) + record_header_bytes, record + record_header_bytes,
+            bytes - record_header_bytes);
+  };
+  int pof2 = 1;
+  while (pof2 * 2 <= size) pof2 *= 2;
+  const int rem = size - pof2;
+  // The first 2 * rem processes pair up: the even one hands its record to the odd one and waits for the result.
+  int vrank = rank - rem;
+  if (rank < 2 * rem) {
+    if (rank % 2 == 0) {
+      exchange(rank + 1, -1);
+      vrank = -1;
+    } else {
+      absorb(exchange(-1, rank - 1));
+      vrank = rank / 2;
+    }
+  }
+  if (vrank >= 0)
+    for (int mask = 1; mask < pof2; mask <<= 1) {
+      const int vpeer = vrank ^ mask;
+      const int peer = vpeer < rem ? vpeer * 2 + 1 : vpeer + rem;
+      absorb(exchange(peer, peer));
+    }
+  if (rank < 2 * rem) {
+    if (rank % 2 == 1) {
+      exchange(rank - 1, -1);
+    } else if (exchange(-1, rank + 1)) {
+      std::memcpy(record, in, bytes);
+    } else {
+      mark();
+    }
+  }
+  return record_header_agrees(record);
+}
+
 // Collective over comm: returns when every process passed the same fingerprint; otherwise every process throws
-// throw_other_reduction's error, with describe() (called only then) as this process's line.
+// throw_other_reduction's error, with describe() (called only then) as this process's line. A record without payload
+// (a reduction whose data follows in its own allreduce): it meets the records of processes that carry their data in
+// theirs, so any mix of lengths is an error, never a hang.
 template <class Describe>
 void check_same_reduction(MPI_Comm comm, std::uint64_t fingerprint, const char* api, const Describe& describe) {
-  // max of f and of -f: equal everywhere exactly when max(f) == min(f). 63 bits keep the negation in range.
-  const auto f = static_cast<std::int64_t>(fingerprint >> 1);
-  std::int64_t v[2] = {f, -f};
-  DARRAY_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_INT64_T, MPI_MAX, comm));
-  if (v[0] != -v[1]) throw_other_reduction(comm, api, describe());
+  char record[record_header_bytes];
+  write_record_header(record, fingerprint);
+  if (!combine_records(comm, record, sizeof record, api, [](const char*, char*, std::size_t) {}))
+    throw_other_reduction(comm, api, describe());
 }
 
 }  // namespace detail
