@@ -74,7 +74,7 @@ case "$mode" in
       *) fail "find_package(darray) used '$found', not the package installed under $prefix" ;;
     esac
     if [ -n "$kokkos_dir" ]; then
-      found=$(sed -n 's/^Kokkos_DIR:PATH=//p' "$work/build/CMakeCache.txt")
+      found=$(sed -n 's/^Kokkos_DIR:[A-Z]*=//p' "$work/build/CMakeCache.txt")  # UNINITIALIZED when given by -D
       [ "$found" = "$kokkos_dir" ] || fail "find_package(Kokkos) used '$found', not this build's $kokkos_dir"
     fi
     run "$cmake" --build "$work/build" --verbose
