@@ -7,6 +7,37 @@ include(DarrayFindKokkos)
 set(DARRAY_KOKKOS_DEVICES "${Kokkos_DEVICES}")
 include(GNUInstallDirs)
 
+# Kokkos for builds without CMake (darray.pc, the include-only consumer test): its header directory, its core
+# library and the compiler flags its backends need (-fopenmp for OpenMP). Trilinos' Kokkos (Debian's 3.4) sets
+# Kokkos_INCLUDE_DIRS and Kokkos_LIBRARY_DIRS; a standalone Kokkos (4.x) sets neither and describes itself through
+# its Kokkos::kokkoscore target instead. Without this, find_library went on to the system's default paths and
+# darray.pc named Debian's Trilinos Kokkos library even in a build against another Kokkos.
+set(DARRAY_KOKKOS_INCLUDE_DIRS ${Kokkos_INCLUDE_DIRS})
+set(DARRAY_KOKKOS_CORE_LIBRARY "")
+if(TARGET Kokkos::kokkoscore AND NOT Kokkos_LIBRARY_DIRS)
+  if(NOT DARRAY_KOKKOS_INCLUDE_DIRS)
+    get_target_property(DARRAY_KOKKOS_INCLUDE_DIRS Kokkos::kokkoscore INTERFACE_INCLUDE_DIRECTORIES)
+  endif()
+  get_target_property(_darray_kokkos_configs Kokkos::kokkoscore IMPORTED_CONFIGURATIONS)
+  foreach(_config IN LISTS _darray_kokkos_configs)
+    get_target_property(_darray_kokkos_location Kokkos::kokkoscore IMPORTED_LOCATION_${_config})
+    if(_darray_kokkos_location AND NOT DARRAY_KOKKOS_CORE_LIBRARY)
+      set(DARRAY_KOKKOS_CORE_LIBRARY ${_darray_kokkos_location})
+    endif()
+  endforeach()
+else()
+  find_library(DARRAY_KOKKOS_CORE_LIBRARY_FOUND NAMES kokkoscore trilinos_kokkoscore HINTS ${Kokkos_LIBRARY_DIRS}
+               NO_DEFAULT_PATH)
+  if(DARRAY_KOKKOS_CORE_LIBRARY_FOUND)
+    set(DARRAY_KOKKOS_CORE_LIBRARY ${DARRAY_KOKKOS_CORE_LIBRARY_FOUND})
+  endif()
+endif()
+set(DARRAY_KOKKOS_CXX_FLAGS "")
+if("OPENMP" IN_LIST Kokkos_DEVICES)
+  find_package(OpenMP REQUIRED COMPONENTS CXX)
+  separate_arguments(DARRAY_KOKKOS_CXX_FLAGS UNIX_COMMAND "${OpenMP_CXX_FLAGS}")
+endif()
+
 function(darray_optional name found info)
   if(DARRAY_ENABLE_${name} STREQUAL "ON" AND NOT found)
     message(FATAL_ERROR "DARRAY_ENABLE_${name}=ON but ${name} was not found: ${info}")

@@ -1,13 +1,14 @@
 # Writes and installs darray.pc for builds without CMake: Cflags name the installed headers (darray/config.hpp
 # included) and the include directories of Kokkos, MPI and the optional parts as found; Libs name the libraries the
-# header-only library needs: Kokkos' core, MPI, and FFTW / NCCL / cuFFT when enabled. Directories outside the
-# compiler's defaults also get an rpath, so the program runs without LD_LIBRARY_PATH.
-set(DARRAY_PC_INCLUDE_DIRS ${Kokkos_INCLUDE_DIRS} ${MPI_CXX_INCLUDE_DIRS})
-find_library(DARRAY_PC_KOKKOSCORE NAMES kokkoscore trilinos_kokkoscore HINTS ${Kokkos_LIBRARY_DIRS})
-if(NOT DARRAY_PC_KOKKOSCORE)
-  message(FATAL_ERROR "darray.pc: cannot find Kokkos' core library (kokkoscore) under '${Kokkos_LIBRARY_DIRS}'")
+# header-only library needs: Kokkos' core, MPI, and FFTW / NCCL / cuFFT when enabled. Kokkos' backend flags
+# (-fopenmp) go in both. Directories outside the compiler's defaults also get an rpath, so the program runs without
+# LD_LIBRARY_PATH.
+set(DARRAY_PC_INCLUDE_DIRS ${DARRAY_KOKKOS_INCLUDE_DIRS} ${MPI_CXX_INCLUDE_DIRS})
+if(NOT DARRAY_KOKKOS_CORE_LIBRARY)
+  message(FATAL_ERROR "darray.pc: cannot find Kokkos' core library (kokkoscore) under '${Kokkos_LIBRARY_DIRS}' "
+                      "or as the imported location of Kokkos::kokkoscore")
 endif()
-set(DARRAY_PC_LIBRARIES ${DARRAY_PC_KOKKOSCORE} ${CMAKE_DL_LIBS} ${MPI_CXX_LIBRARIES})
+set(DARRAY_PC_LIBRARIES ${DARRAY_KOKKOS_CORE_LIBRARY} ${DARRAY_KOKKOS_CXX_FLAGS} ${CMAKE_DL_LIBS} ${MPI_CXX_LIBRARIES})
 if(DARRAY_HAS_FFTW)
   list(APPEND DARRAY_PC_INCLUDE_DIRS ${DARRAY_FFTW_INCLUDE_DIR})
   list(APPEND DARRAY_PC_LIBRARIES ${DARRAY_FFTW_LIBRARY} ${DARRAY_FFTWF_LIBRARY})
@@ -21,7 +22,7 @@ if(DARRAY_HAS_CUFFT)
   list(APPEND DARRAY_PC_LIBRARIES CUDA::cufft CUDA::cudart)
 endif()
 
-set(_pc_cflags "")
+list(JOIN DARRAY_KOKKOS_CXX_FLAGS " " _pc_cflags)
 set(_pc_seen "")
 foreach(dir IN LISTS DARRAY_PC_INCLUDE_DIRS)
   if(dir)

@@ -3,25 +3,26 @@
 # what it prints.
 #   installed:    installs the current build tree's package (headers + CMake config only: the top-level install
 #                 rules, CMAKE_INSTALL_LOCAL_ONLY, so apps need not be built) into <work>/prefix, then configures
-#                 and builds test/consumer/installed with find_package(darray CONFIG) + darray::darray.
+#                 and builds test/consumer/installed with find_package(darray CONFIG) + darray::darray, pointed at
+#                 this build's Kokkos (--kokkos-dir) as a user of a Kokkos outside the system's paths would.
 #   include-only: no CMake package at all: one mpicxx command with -I<repo>/libdarray/include, Kokkos' include
-#                 directory and its core library.
+#                 directory, its core library and its backend flags (--kokkos-flags: -fopenmp for OpenMP).
 #   pkg-config:   installs as `installed` does, then one command: mpicxx consumer.cpp $(pkg-config --cflags --libs
 #                 darray) with PKG_CONFIG_PATH at the install; runs it on 1 process (and 2, as the others).
 #   no-fft:       compiles test/consumer/no_fft.cpp (builds an fft::Plan) include-only against the source tree's
 #                 default darray/config.hpp (no FFT backend); the compile must FAIL with the message naming FFTW.
 #
-# usage: run-consumer-test.sh installed    --work W --source S --build-dir B --cmake CMAKE --cxx CXX [--mpicxx MPICXX] --mpiexec M
-#        run-consumer-test.sh include-only --work W --source S --mpicxx MPICXX --kokkos-include I --kokkos-lib L --mpiexec M
+# usage: run-consumer-test.sh installed    --work W --source S --build-dir B --cmake CMAKE --cxx CXX [--mpicxx MPICXX] [--kokkos-dir D] --mpiexec M
+#        run-consumer-test.sh include-only --work W --source S --mpicxx MPICXX --kokkos-include I --kokkos-lib L [--kokkos-flags F] --mpiexec M
 #        run-consumer-test.sh pkg-config   --work W --source S --build-dir B --cmake CMAKE --mpicxx MPICXX --mpiexec M
-#        run-consumer-test.sh no-fft       --work W --source S --mpicxx MPICXX --kokkos-include I --mpiexec M
+#        run-consumer-test.sh no-fft       --work W --source S --mpicxx MPICXX --kokkos-include I [--kokkos-flags F] --mpiexec M
 # The runs launch as test/support/mpiexec.sh does (flags from DARRAY_TEST_MPIEXEC_*, set by the CTest test).
 set -u -o pipefail
 # shellcheck source=test/support/mpiexec.sh disable=SC2034  # mpiexec: read by darray_launch
 source "$(dirname "${BASH_SOURCE[0]}")/../support/mpiexec.sh"
 
 mode=${1:-}; shift || true
-work= source= build_dir= cmake= cxx= mpiexec= mpicxx= kokkos_include= kokkos_lib=
+work= source= build_dir= cmake= cxx= mpiexec= mpicxx= kokkos_include= kokkos_lib= kokkos_flags= kokkos_dir=
 while [ $# -gt 0 ]; do
   case "$1" in
     --work) work=$2 ;;
@@ -33,6 +34,8 @@ while [ $# -gt 0 ]; do
     --mpicxx) mpicxx=$2 ;;
     --kokkos-include) kokkos_include=$2 ;;
     --kokkos-lib) kokkos_lib=$2 ;;
+    --kokkos-flags) kokkos_flags=$2 ;;
+    --kokkos-dir) kokkos_dir=$2 ;;
     *) echo "run-consumer-test.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
   shift 2
@@ -59,22 +62,29 @@ case "$mode" in
     [ -n "$config" ] || fail "no darrayConfig.cmake under $prefix"
     [ -f "$prefix/include/darray/darray.hpp" ] || fail "darray/darray.hpp not installed under $prefix/include"
     say "installed: $config"
-    # The consumer's find_dependency(MPI) must find the MPI this build used, not the system's default one.
+    # The consumer's find_dependency(MPI) and find_package(Kokkos) must find the MPI and Kokkos this build used, not
+    # the system's default ones (Debian's Trilinos Kokkos when the build used a Kokkos 4 of its own).
     run "$cmake" -S "$source/test/consumer/installed" -B "$work/build" -DCMAKE_PREFIX_PATH="$prefix" \
-      -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=Release ${mpicxx:+-DMPI_CXX_COMPILER="$mpicxx"}
+      -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=Release ${mpicxx:+-DMPI_CXX_COMPILER="$mpicxx"} \
+      ${kokkos_dir:+-DKokkos_DIR="$kokkos_dir"}
     # The package must come from the install prefix, not from the source or build tree.
     found=$(sed -n 's/^darray_DIR:PATH=//p' "$work/build/CMakeCache.txt")
     case "$found" in
       "$prefix"/*) say "find_package(darray) used $found" ;;
       *) fail "find_package(darray) used '$found', not the package installed under $prefix" ;;
     esac
+    if [ -n "$kokkos_dir" ]; then
+      found=$(sed -n 's/^Kokkos_DIR:[A-Z]*=//p' "$work/build/CMakeCache.txt")  # UNINITIALIZED when given by -D
+      [ "$found" = "$kokkos_dir" ] || fail "find_package(Kokkos) used '$found', not this build's $kokkos_dir"
+    fi
     run "$cmake" --build "$work/build" --verbose
     app=$work/build/consumer
     ;;
   include-only)
     [ -n "$mpicxx" ] && [ -n "$kokkos_include" ] && [ -n "$kokkos_lib" ] || fail "include-only: missing --mpicxx, --kokkos-include or --kokkos-lib"
     app=$work/consumer
-    run "$mpicxx" -std=c++17 -O2 -I"$source/libdarray/include" -I"$kokkos_include" \
+    # shellcheck disable=SC2086  # kokkos_flags: one or more flags
+    run "$mpicxx" -std=c++17 -O2 $kokkos_flags -I"$source/libdarray/include" -I"$kokkos_include" \
       "$source/test/consumer/consumer.cpp" -o "$app" "$kokkos_lib" -ldl
     ;;
   pkg-config)
@@ -111,8 +121,9 @@ case "$mode" in
     [ -n "$mpicxx" ] && [ -n "$kokkos_include" ] || fail "no-fft: missing --mpicxx or --kokkos-include"
     grep -q "DARRAY_CONFIG_GENERATED 0" "$source/libdarray/include/darray/config.hpp" ||
       fail "$source/libdarray/include/darray/config.hpp is not the default (no optional parts) config"
-    say "\$ $mpicxx -std=c++17 -fsyntax-only -I$source/libdarray/include -I$kokkos_include $source/test/consumer/no_fft.cpp"
-    out=$("$mpicxx" -std=c++17 -fsyntax-only -I"$source/libdarray/include" -I"$kokkos_include" \
+    say "\$ $mpicxx -std=c++17 -fsyntax-only $kokkos_flags -I$source/libdarray/include -I$kokkos_include $source/test/consumer/no_fft.cpp"
+    # shellcheck disable=SC2086
+    out=$("$mpicxx" -std=c++17 -fsyntax-only $kokkos_flags -I"$source/libdarray/include" -I"$kokkos_include" \
       "$source/test/consumer/no_fft.cpp" 2>&1)
     rc=$?
     grep -E "error|static assert|required from" <<<"$out" | head -n 20
