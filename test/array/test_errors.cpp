@@ -115,12 +115,14 @@ TEST_CASE("shapes whose element count overflows int64 are rejected everywhere") 
 }
 
 TEST_CASE("a block too large to allocate is a darray::Error naming the bytes, on every process") {
-  // 2^50 doubles per device: 2^53 bytes, more than any address space, so Kokkos' allocation fails everywhere.
+  // 2^50 doubles per device: 2^53 bytes, more than any address space, so Kokkos' allocation fails everywhere. A
+  // process's blocks are one allocation (allocate_views): the error names their sum.
   const int64_t n = int64_t(1) << 25;
   const NamedSharding replicated(make_mesh({device_count()}, {"x"}), P{});
-  DARRAY_REQUIRE_THROWS_ALL(Error, (zeros<double, 2>({n, n}, replicated)),
-                            "darray::allocate:", "could not allocate 9007199254740992 bytes");
-  DARRAY_REQUIRE_THROWS_ALL(Error, (iota<double, 2>({n, n}, replicated)), "could not allocate 9007199254740992 bytes");
+  const std::string bytes =
+      "could not allocate " + std::to_string(local_device_count() * (int64_t(1) << 53)) + " bytes";
+  DARRAY_REQUIRE_THROWS_ALL(Error, (zeros<double, 2>({n, n}, replicated)), "darray::allocate:", bytes);
+  DARRAY_REQUIRE_THROWS_ALL(Error, (iota<double, 2>({n, n}, replicated)), bytes);
   // 2^31 x 2^31 doubles fit an int64 element count but not a 64-bit byte count on one device: an InvalidArgument.
   const int64_t m = int64_t(1) << 31;
   const NamedSharding one(Mesh({devices()[0]}, {1}, {"x"}), P{});
@@ -138,7 +140,9 @@ TEST_CASE("an allocation that fails on one process fails alike on every process"
   const NamedSharding s(Mesh(theirs, {static_cast<int64_t>(theirs.size())}, {"x"}), P{});
   const int64_t n = int64_t(1) << 25;
   const std::string who = process_count() > 1 ? "process " + std::to_string(last) + ": " : "darray::allocate:";
-  DARRAY_REQUIRE_THROWS_ALL(Error, (zeros<double, 2>({n, n}, s)), who, "could not allocate 9007199254740992 bytes");
+  const std::string bytes =
+      "could not allocate " + std::to_string(local_device_count() * (int64_t(1) << 53)) + " bytes";
+  DARRAY_REQUIRE_THROWS_ALL(Error, (zeros<double, 2>({n, n}, s)), who, bytes);
   // The job is still usable: the next collective factory succeeds everywhere.
   auto ok = zeros<double, 1>({4}, s);
   REQUIRE(testing::all_ok(ok.shape() == Shape{4}));

@@ -42,12 +42,12 @@ void check_plan_input(const ReshardPlan& plan, const DistributedArray<T, N, M>& 
 template <class T, int N, class M>
 std::vector<Shard<T, N, M>> allocate_shards(const NamedSharding& sharding, const Shape& shape) {
   std::vector<Shard<T, N, M>> shards;
-  for (const Device& d : local_devices()) {
-    if (!sharding.mesh().contains(d)) continue;
-    Index box = sharding.index(shape, d);
-    auto view = allocate_view<T, N, M>("darray::reshard", box_shape(box), false);
-    shards.push_back(Shard<T, N, M>{d, std::move(box), sharding.replica_id(d), std::move(view)});
-  }
+  for (const Device& d : local_devices())
+    if (sharding.mesh().contains(d))
+      shards.push_back(Shard<T, N, M>{d, sharding.index(shape, d), sharding.replica_id(d), {}});
+  auto views = allocate_views<T, N, M>(
+      "darray::reshard", shards.size(), [&](std::size_t k) { return box_shape(shards[k].index); }, false);
+  for (std::size_t k = 0; k < shards.size(); ++k) shards[k].data = std::move(views[k]);
   return shards;
 }
 

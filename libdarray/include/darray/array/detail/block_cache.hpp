@@ -437,6 +437,24 @@ class CachedBlockRecord final : public ExternalAllocationRecord {
   CachedBlock m_block;
 };
 
+// A block of at least `bytes` from the cache of MemorySpace and the allocation record that owns it (use count 0:
+// hand it to a view at once, view_on_record), or false when the cache is off or no Environment is active.
+template <class MemorySpace>
+bool try_cached_record(std::size_t bytes, const std::string& label, CachedBlock& block,
+                       CachedBlockRecord<MemorySpace>*& record) {
+  auto& cache = BlockCache<MemorySpace>::instance();
+  typename BlockCache<MemorySpace>::Acquired got;
+  if (!cache.acquire(bytes, got)) return false;
+  try {
+    record = CachedBlockRecord<MemorySpace>::create(got.block, got.record_storage, label);
+  } catch (...) {
+    cache.give_back(got.block);
+    throw;
+  }
+  block = got.block;
+  return true;
+}
+
 // An uninitialised managed view of type View (contiguous layout) with `extents`, its memory from the cache of its
 // memory space; nothing when the cache is off, no Environment is active, the view is empty or its elements are not
 // trivially destructible (elements are never destroyed when a block returns).
@@ -449,17 +467,10 @@ bool try_cached_view(View& out, const std::string& label, Extents... extents) {
                 "cached_view: the span of the layout must be the product of the extents");
   const std::size_t count = (std::size_t(1) * ... * static_cast<std::size_t>(extents));
   if (!std::is_trivially_destructible<T>::value || count == 0) return false;
-  auto& cache = BlockCache<M>::instance();
-  typename BlockCache<M>::Acquired got;
-  if (!cache.acquire(count * sizeof(T), got)) return false;
+  CachedBlock block;
   CachedBlockRecord<M>* record = nullptr;
-  try {
-    record = CachedBlockRecord<M>::create(got.block, got.record_storage, label);
-  } catch (...) {
-    cache.give_back(got.block);
-    throw;
-  }
-  out = view_on_record<View>(static_cast<T*>(got.block.data), record, extents...);
+  if (!try_cached_record<M>(count * sizeof(T), label, block, record)) return false;
+  out = view_on_record<View>(static_cast<T*>(block.data), record, extents...);
   return true;
 }
 

@@ -21,16 +21,16 @@
 namespace darray {
 namespace detail {
 
-// One shard per device of devs (local-device order), each view sized to its block.
+// One shard per device of devs (local-device order), each view sized to its block (allocate_views: one cached
+// block for all of them).
 template <class T, int N, class MemorySpace>
 std::vector<Shard<T, N, MemorySpace>> allocate_shards(const std::vector<DeviceBlock>& devs, bool initialize) {
+  auto views = allocate_views<T, N, MemorySpace>(
+      "darray::shard", devs.size(), [&](std::size_t k) { return box_shape(devs[k].index); }, initialize);
   std::vector<Shard<T, N, MemorySpace>> shards;
   shards.reserve(devs.size());
-  for (const DeviceBlock& db : devs)
-    shards.push_back(
-        Shard<T, N, MemorySpace>{db.device, db.index, db.replica_id,
-                                 allocate_view<T, N, MemorySpace>("darray::shard(" + to_string(db.device) + ")",
-                                                                  box_shape(db.index), initialize)});
+  for (std::size_t k = 0; k < devs.size(); ++k)
+    shards.push_back(Shard<T, N, MemorySpace>{devs[k].device, devs[k].index, devs[k].replica_id, std::move(views[k])});
   return shards;
 }
 

@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "darray/array/detail/block_cache.hpp"
 #include "darray/core/error.hpp"
@@ -117,6 +118,53 @@ ShardView<T, N, MemorySpace> allocate_view(const std::string& label, const Shape
   return allocate_or_throw(label, bytes, MemorySpace::name(), [&] {
     return allocate_view_impl<ShardView<T, N, MemorySpace>>(label, shape, initialize, std::make_index_sequence<N>{});
   });
+}
+
+template <class View, class Record, std::size_t... I>
+View view_on_record_of_shape(typename View::pointer_type data, Record* record, const Shape& shape,
+                             std::index_sequence<I...>) {
+  (void)shape;  // unused for rank 0
+  return view_on_record<View>(data, record, static_cast<std::size_t>(shape[I])...);
+}
+
+// The views of one array's local blocks, shape_of(k) the shape of block k (k < count). With the cache on they are
+// carved from one cached block (each at a 64-byte boundary) that goes back to the cache when the last view of any of
+// them goes: one cache round trip per array instead of one per block. Otherwise, and for a single block, one
+// allocate_view each. `initialize` zero-fills. Throws like allocate_view.
+template <class T, int N, class MemorySpace, class ShapeOf>
+std::vector<ShardView<T, N, MemorySpace>> allocate_views(const std::string& label, std::size_t count,
+                                                         ShapeOf&& shape_of, bool initialize) {
+  using View = ShardView<T, N, MemorySpace>;
+  std::vector<View> views;
+  views.reserve(count);
+  static thread_local std::vector<Shape> shapes;  // reused: no allocation per call once warm
+  static thread_local std::vector<std::size_t> offsets;
+  shapes.resize(count);
+  offsets.resize(count);
+  std::size_t total = 0;
+  for (std::size_t k = 0; k < count; ++k) {
+    shapes[k] = shape_of(k);
+    const std::size_t bytes = block_bytes(label, shapes[k], sizeof(T));
+    offsets[k] = (total + 63) / 64 * 64;
+    DARRAY_THROW_IF(__builtin_add_overflow(offsets[k], bytes, &total), InvalidArgument, "allocate",
+                    label << ": " << count << " blocks need more than 2^64 bytes");
+  }
+  CachedBlock block;
+  CachedBlockRecord<MemorySpace>* record = nullptr;
+  const bool carved = count > 1 && total > 0 && std::is_trivially_destructible<T>::value &&
+                      allocate_or_throw(label, total, MemorySpace::name(),
+                                        [&] { return try_cached_record<MemorySpace>(total, label, block, record); });
+  if (!carved) {
+    for (std::size_t k = 0; k < count; ++k)
+      views.push_back(allocate_view<T, N, MemorySpace>(label, shapes[k], initialize));
+    return views;
+  }
+  for (std::size_t k = 0; k < count; ++k)
+    views.push_back(view_on_record_of_shape<View>(reinterpret_cast<T*>(static_cast<char*>(block.data) + offsets[k]),
+                                                  record, shapes[k], std::make_index_sequence<N>{}));
+  if (initialize)
+    for (const View& v : views) Kokkos::deep_copy(v, T());
+  return views;
 }
 
 template <class T, int N, class View, std::size_t... I>

@@ -369,12 +369,16 @@ void execute_plan_into(const char* api, const CollectivePlan& plan, const Distri
 template <int R, class T, int N, class M>
 DistributedArray<T, R, M> execute_plan(const char* api, const CollectivePlan& plan, const DistributedArray<T, N, M>& a,
                                        bool reduction, ReduceOp op) {
+  const std::string label = std::string("darray::") + api;
+  auto views = allocate_views<T, R, M>(
+      label, plan.targets.size(), [&](std::size_t k) -> const Shape& { return plan.targets[k].out_shape; }, false);
   std::vector<Shard<T, R, M>> out;
   out.reserve(plan.targets.size());
-  const std::string label = std::string("darray::") + api;
-  for (const Target& t : plan.targets)
-    out.push_back(Shard<T, R, M>{t.device, t.out_index, plan.out_sharding.replica_id(t.device),
-                                 allocate_view<T, R, M>(label, t.out_shape, /*initialize=*/t.zero_fill)});
+  for (std::size_t k = 0; k < plan.targets.size(); ++k) {
+    const Target& t = plan.targets[k];
+    if (t.zero_fill) Kokkos::deep_copy(views[k], T());
+    out.push_back(Shard<T, R, M>{t.device, t.out_index, plan.out_sharding.replica_id(t.device), std::move(views[k])});
+  }
   execute_plan_into<R>(api, plan, a, reduction, op, out, /*fresh=*/true);
   return detail::adopt_shards<T, R, M>(plan.out_shape, plan.out_sharding, std::move(out));
 }

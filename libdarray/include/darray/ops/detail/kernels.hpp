@@ -88,11 +88,13 @@ using FlatPolicy = Kokkos::RangePolicy<Exec, Kokkos::IndexType<int64_t>>;
 // One uninitialised shard per shard of `a`, same device, box and replica id, element type U.
 template <class U, class T, int N, class M>
 std::vector<Shard<U, N, M>> shards_like(const DistributedArray<T, N, M>& a, const char* label, bool initialize) {
+  const auto& shards = a.addressable_shards();
+  auto views = allocate_views<U, N, M>(
+      label, shards.size(), [&](std::size_t k) { return box_shape(shards[k].index); }, initialize);
   std::vector<Shard<U, N, M>> out;
-  out.reserve(a.addressable_shards().size());
-  for (const auto& s : a.addressable_shards())
-    out.push_back(
-        Shard<U, N, M>{s.device, s.index, s.replica_id, allocate_view<U, N, M>(label, box_shape(s.index), initialize)});
+  out.reserve(shards.size());
+  for (std::size_t k = 0; k < shards.size(); ++k)
+    out.push_back(Shard<U, N, M>{shards[k].device, shards[k].index, shards[k].replica_id, std::move(views[k])});
   return out;
 }
 
