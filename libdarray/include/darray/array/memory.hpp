@@ -3,8 +3,10 @@
 // the system for fresh memory (which on the host means page faults on first touch, on a GPU cudaMalloc/cudaFree).
 //
 // - A block stays alive as long as any Kokkos::View of it does: copy a shard's view, drop the array, and the view
-//   still owns valid memory. When the last view goes, the block returns to the cache (binned by size: 8 classes per
-//   power of two, so a block is at most 12.5% larger than asked).
+//   still owns valid memory. An array's shards on one process share one block (one allocation per array, not per
+//   device), so a view kept from one shard keeps the process's other shards' memory too. When the last view goes, the
+//   block returns to the cache (binned by size: 8 classes per power of two, so a block is at most 12.5% larger than
+//   asked).
 // - DARRAY_CACHE_BYTES bounds the bytes kept per memory space (plain bytes or with a K/M/G/T binary suffix; the
 //   oldest freed blocks are evicted first). Default: a quarter of the process's memory of that space (the GPU's
 //   memory; on the host the node's memory divided by the processes on the node): enough for a loop whose
