@@ -118,14 +118,6 @@ class BlockCache {
     return *cache;
   }
 
-  // Whether new blocks come from the cache: an Environment is active and the limit is not 0. The first call under
-  // each Environment reads the limit and registers the release at its end.
-  bool enabled() {
-    std::lock_guard<std::mutex> lock(m_mutex);
-    open_if_needed();
-    return m_open && m_limit > 0;
-  }
-
   // A block of at least `bytes` (its size class) and storage for its allocation record, or nothing when the cache
   // is off (then the caller allocates without it). `record_storage` is null when no spare one was kept.
   struct Acquired {

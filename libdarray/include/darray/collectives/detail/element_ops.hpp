@@ -78,6 +78,12 @@ KOKKOS_INLINE_FUNCTION T combine_one(const T& d, const T& s) {
     return combine_min(d, s);
 }
 
+// dst[i] = op(dst[i], src[i]) for `count` elements on the host: the record payloads and the MPI user operation.
+template <class R, ReduceOp Op>
+void combine_elements(const R* src, R* dst, std::size_t count) {
+  for (std::size_t i = 0; i < count; ++i) dst[i] = combine_one<Op>(dst[i], src[i]);
+}
+
 // The user-defined MPI operation `Fn` (commutative), created on first use and freed when the Environment ends.
 template <MPI_User_function* Fn>
 MPI_Op cached_user_op() {
@@ -96,9 +102,7 @@ MPI_Op cached_user_op() {
 // operation does: a NaN operand wins, otherwise the larger (max) or smaller value.
 template <class R, ReduceOp Op>
 void nan_propagating_combine(void* in, void* inout, int* len, MPI_Datatype*) {
-  const R* a = static_cast<const R*>(in);
-  R* b = static_cast<R*>(inout);
-  for (int i = 0; i < *len; ++i) b[i] = combine_one<Op>(b[i], a[i]);
+  combine_elements<R, Op>(static_cast<const R*>(in), static_cast<R*>(inout), static_cast<std::size_t>(*len));
 }
 
 // The MPI operation reducing elements of type T (complex: its real lanes) under op. Floating-point max and min
@@ -116,9 +120,7 @@ MPI_Op mpi_reduce_op(ReduceOp op) {
 // A reduction record's payload (elements of R, comm/detail/same_reduction.hpp) combined into another's under Op.
 template <class R, ReduceOp Op>
 void combine_record_payload(const char* in, char* inout, std::size_t bytes) {
-  const R* x = reinterpret_cast<const R*>(in);
-  R* y = reinterpret_cast<R*>(inout);
-  for (std::size_t i = 0; i < bytes / sizeof(R); ++i) y[i] = combine_one<Op>(y[i], x[i]);
+  combine_elements<R, Op>(reinterpret_cast<const R*>(in), reinterpret_cast<R*>(inout), bytes / sizeof(R));
 }
 
 // Floating-point values as unsigned integers of the same size in the same order (IEEE 754 bits: negative values'

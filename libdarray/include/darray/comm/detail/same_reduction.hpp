@@ -100,6 +100,7 @@ bool combine_records(MPI_Comm comm, char* record, std::size_t bytes, const char*
   words.resize((max_bytes + sizeof(std::max_align_t) - 1) / sizeof(std::max_align_t));
   char* in = reinterpret_cast<char*>(words.data());
   static thread_local std::vector<MPI_Request> requests;
+  static thread_local std::vector<int> peers;  // named in a timeout's error
   MPI_Status statuses[2];
   const auto mark = [&] {
     const std::int64_t never[2] = {std::numeric_limits<std::int64_t>::max(), std::numeric_limits<std::int64_t>::max()};
@@ -113,7 +114,8 @@ bool combine_records(MPI_Comm comm, char* record, std::size_t bytes, const char*
       DARRAY_MPI_CHECK(MPI_Irecv(in, static_cast<int>(max_bytes), MPI_BYTE, from, MPI_ANY_TAG, comm, &requests[0]));
     if (to >= 0)
       DARRAY_MPI_CHECK(MPI_Isend(record, static_cast<int>(bytes), MPI_BYTE, to, record_tag, comm, &requests[1]));
-    wait_all_until(requests, api, {from, to}, statuses);
+    peers.assign({from, to});
+    wait_all_until(requests, api, peers, statuses);
     if (from < 0) return false;
     int count = 0;
     DARRAY_MPI_CHECK(MPI_Get_count(&statuses[0], MPI_BYTE, &count));
