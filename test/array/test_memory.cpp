@@ -2,11 +2,14 @@
 // arrays, the limit is honoured, release_cached_memory() empties it, and DARRAY_CACHE_BYTES=0 turns it off
 // (the [cache_off] cases run under that setting only).
 #include <catch2/catch.hpp>
+#include <map>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "array_test_util.hpp"
 #include "darray/array/memory.hpp"
+#include "darray/collectives/reductions.hpp"
 #include "darray/redistribute/reshard.hpp"
 
 using namespace darray;
@@ -37,7 +40,66 @@ struct LimitGuard {
   ~LimitGuard() { Cache::instance().set_limit(saved); }
 };
 
+// Every Kokkos allocation while it lives (the cache's own allocations from the system included), by label, through
+// Kokkos' tools interface: on a GPU each is a cudaMalloc (device) or a fresh host allocation (mirrors).
+struct KokkosAllocations {
+  static std::map<std::string, int>& seen() {
+    static std::map<std::string, int> labels;
+    return labels;
+  }
+  static void on_allocate(const Kokkos_Profiling_SpaceHandle, const char* label, const void*, const uint64_t) {
+    ++seen()[label];
+  }
+  KokkosAllocations() {
+    seen().clear();
+    Kokkos::Tools::Experimental::set_allocate_data_callback(&on_allocate);
+  }
+  ~KokkosAllocations() { Kokkos::Tools::Experimental::set_allocate_data_callback(nullptr); }
+  KokkosAllocations(const KokkosAllocations&) = delete;
+  KokkosAllocations& operator=(const KokkosAllocations&) = delete;
+  static std::string describe() {
+    std::string out;
+    for (const auto& [label, n] : seen()) out += label + " x" + std::to_string(n) + "; ";
+    return out;
+  }
+};
+
 }  // namespace
+
+TEST_CASE("on the device path, allocating calls in a warm loop make no allocation at all") {
+  // The host hooks take the device-memory path: pack kernels into staging, host mirrors for an MPI that cannot read
+  // device memory, unpack kernels. After one warm-up call every buffer comes from the cache.
+  {
+    const KokkosAllocations counted;  // the counter sees an allocation
+    const Kokkos::View<double*, DefaultMemorySpace> probe("darray::test probe", 10);
+    REQUIRE(KokkosAllocations::seen()["darray::test probe"] == 1);
+  }
+  const darray::detail::StageAsIfOnDevice device_path;
+  const int64_t n = device_count();
+  const NamedSharding rows(make_mesh({n}, {"x"}), P{"x"}), cols(make_mesh({n}, {"x"}), P{none, "x"});
+  auto a = iota<double, 2>({16 * n, 24 * n}, rows);
+  auto b = reshard(a, cols);
+  auto y = psum(a, "x");
+  auto small = iota<double, 2>({n, 3}, rows);  // reduced in the fingerprint records
+  auto z = psum(small, "x");
+  b = reshard(a, cols);
+  y = psum(a, "x");
+  z = psum(small, "x");
+  bool ok = true;
+  {
+    const KokkosAllocations counted;
+    for (int k = 0; k < 3; ++k) {
+      b = reshard(a, cols);
+      y = psum(a, "x");
+      z = psum(small, "x");
+    }
+    INFO("Kokkos allocations in the warm loop: " << KokkosAllocations::describe());
+    ok = KokkosAllocations::seen().empty();
+    CHECK(ok);
+  }
+  REQUIRE(all_ok(ok));
+  REQUIRE(all_ok(is_iota(b)));
+}
 
 TEST_CASE("a freed shard is handed out again from the cache") {
   REQUIRE(all_ok(memory_stats().cache_limit_bytes > 0));

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "darray/array/detail/block_cache.hpp"
+#include "darray/comm/detail/cuda_aware.hpp"
 #include "darray/core/error.hpp"
 #include "darray/core/index.hpp"
 
@@ -61,6 +62,26 @@ struct StageAsIfOnDevice {
 template <class MemorySpace>
 bool direct_host_access() {
   return host_accessible_v<MemorySpace> && !stage_as_if_on_device();
+}
+
+// Whether MPI is handed host copies of MemorySpace's buffers: device memory when the MPI library cannot read it, and
+// host memory under the StageAsIfOnDevice test hook (the path of a GPU whose MPI is not CUDA-aware).
+template <class MemorySpace>
+bool mpi_needs_host_copy() {
+  if constexpr (host_accessible_v<MemorySpace>)
+    return stage_as_if_on_device();
+  else
+    return !mpi_reads_device_memory();
+}
+
+// A host view of v's extent to copy v through (uninitialised): v itself where the host addresses it directly (as
+// Kokkos::create_mirror_view returns it), else a block of the host cache, handed out again on the next call
+// instead of a fresh host allocation per call (device memory; host memory under the StageAsIfOnDevice hook).
+template <class T, class M>
+typename Kokkos::View<T*, M>::HostMirror host_copy_target(const Kokkos::View<T*, M>& v, const std::string& label) {
+  if constexpr (host_accessible_v<M>)
+    if (!stage_as_if_on_device()) return v;
+  return cached_view<typename Kokkos::View<T*, M>::HostMirror>(label, v.extent(0));
 }
 
 // Bytes of a block of `shape` with elements of element_size bytes; InvalidArgument naming label and shape when the

@@ -48,14 +48,13 @@ void copy_region(const Exec& space, const T* src, const Shape& src_shape, const 
   copy_box_any<T, M>(src, src_box, dst, dst_box, region, space);
 }
 
-// Runs `step` on host memory: directly when the host can address M, else on mirrors copied in and back.
+// Runs `step` on host memory: directly when the host addresses M, else on a host copy made and copied back.
 template <class T, class M, class Step>
 void on_host(Kokkos::View<T*, M> data, bool copy_back, Step&& step) {
-  if constexpr (host_accessible_v<M>) {
-    (void)copy_back;
+  if (direct_host_access<M>()) {
     step(data.data());
   } else {
-    auto host = Kokkos::create_mirror_view(data);
+    auto host = host_copy_target(data, "darray::collective host copy");
     Kokkos::deep_copy(host, data);
     step(host.data());
     if (copy_back) Kokkos::deep_copy(data, host);

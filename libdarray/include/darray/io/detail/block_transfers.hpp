@@ -60,7 +60,9 @@ class BlockTransfers {
         t.done = [] {};
       } else {
         t.buffer = [this, entry] {
-          m_staging.resize(static_cast<std::size_t>(m_largest));
+          if (m_staging.extent(0) < static_cast<std::size_t>(m_largest))  // from the host cache, not zero-filled
+            m_staging = cached_view<Kokkos::View<T*, Kokkos::HostSpace>>("darray::io host copy",
+                                                                         static_cast<std::size_t>(m_largest));
           if (m_writing) Kokkos::deep_copy(host_run(*entry), device_run(*entry));
           return reinterpret_cast<char*>(m_staging.data());
         };
@@ -87,7 +89,7 @@ class BlockTransfers {
   bool m_writing;
   bool m_staged;
   std::vector<Entry> m_entries;
-  std::vector<T> m_staging;
+  Kokkos::View<T*, Kokkos::HostSpace> m_staging;
   int64_t m_largest = 0;
 };
 

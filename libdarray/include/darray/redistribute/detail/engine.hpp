@@ -187,7 +187,7 @@ struct EngineBuffers {
       v = cached_view<Kokkos::View<T*, M>>(label, static_cast<std::size_t>(n));
       host = typename Kokkos::View<T*, M>::HostMirror();
     }
-    if (mirrors && host.extent(0) < v.extent(0)) host = Kokkos::create_mirror_view(v);
+    if (mirrors && host.extent(0) < v.extent(0)) host = host_copy_target(v, "darray::exchange host copy");
   }
 };
 
@@ -518,7 +518,7 @@ class MoveEngine {
     using Exec = typename M::execution_space;
     const Exec space;
     const bool nccl = !host_accessible_v<M> && backend() == Backend::nccl;
-    const bool mirrors = !host_accessible_v<M> && !nccl && !mpi_reads_device_memory();
+    const bool mirrors = !nccl && mpi_needs_host_copy<M>();
     buffers.reserve(m_send_elements, m_recv_elements, mirrors);
     last_staging_bytes() = static_cast<std::size_t>(m_send_elements + m_recv_elements) * sizeof(T);
     T* const send = buffers.send.data();
