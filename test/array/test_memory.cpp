@@ -10,6 +10,7 @@
 #include "array_test_util.hpp"
 #include "darray/array/memory.hpp"
 #include "darray/collectives/reductions.hpp"
+#include "darray/redistribute/migrate.hpp"
 #include "darray/redistribute/reshard.hpp"
 
 using namespace darray;
@@ -82,9 +83,25 @@ TEST_CASE("on the device path, allocating calls in a warm loop make no allocatio
   auto y = psum(a, "x");
   auto small = iota<double, 2>({n, 3}, rows);  // reduced in the fingerprint records
   auto z = psum(small, "x");
+  // Rows of 4 doubles, 100 per device, each bound for the next device of the mesh (destinations as views).
+  const Mesh line = make_mesh({n}, {"x"});
+  std::vector<RaggedArray<double>::view_type> parts;
+  std::vector<Kokkos::View<const int*, DefaultMemorySpace>> dest;
+  const RaggedArray<double> layout(line, 4);
+  for (const Device& d : layout.local_devices()) {
+    RaggedArray<double>::view_type v("darray::test rows", 100, 4);
+    Kokkos::deep_copy(v, static_cast<double>(d.id));
+    parts.push_back(v);
+    Kokkos::View<int*, DefaultMemorySpace> to("darray::test dest", 100);
+    Kokkos::deep_copy(to, static_cast<int>((d.id + 1) % n));
+    dest.push_back(to);
+  }
+  const RaggedArray<double> particles(line, 4, parts);
+  auto moved = migrate(particles, dest);
   b = reshard(a, cols);
   y = psum(a, "x");
   z = psum(small, "x");
+  moved = migrate(particles, dest);
   bool ok = true;
   {
     const KokkosAllocations counted;
@@ -92,6 +109,7 @@ TEST_CASE("on the device path, allocating calls in a warm loop make no allocatio
       b = reshard(a, cols);
       y = psum(a, "x");
       z = psum(small, "x");
+      moved = migrate(particles, dest);
     }
     INFO("Kokkos allocations in the warm loop: " << KokkosAllocations::describe());
     ok = KokkosAllocations::seen().empty();
@@ -99,6 +117,7 @@ TEST_CASE("on the device path, allocating calls in a warm loop make no allocatio
   }
   REQUIRE(all_ok(ok));
   REQUIRE(all_ok(is_iota(b)));
+  REQUIRE(all_ok(moved.local_row_count() == 100 * local_device_count()));
 }
 
 TEST_CASE("a freed shard is handed out again from the cache") {

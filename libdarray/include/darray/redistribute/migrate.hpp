@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "darray/array/detail/view.hpp"
 #include "darray/array/ragged_array.hpp"
 #include "darray/core/error.hpp"
 #include "darray/redistribute/detail/migrate_rows.hpp"
@@ -37,10 +38,9 @@ RaggedArray<T, M> migrate(const RaggedArray<T, M>& a, F&& f) {
   std::vector<Kokkos::View<const int*, M>> dest;
   for (const auto& rows : a.local_rows()) {
     const auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), rows);
-    Kokkos::View<int*, Kokkos::HostSpace> d(Kokkos::view_alloc("darray::migrate dest", Kokkos::WithoutInitializing),
-                                            host.extent(0));
+    auto d = detail::cached_view<Kokkos::View<int*, Kokkos::HostSpace>>("darray::migrate dest", host.extent(0));
     for (std::size_t i = 0; i < host.extent(0); ++i) d(i) = f(host.data() + i * host.extent(1));
-    dest.push_back(Kokkos::create_mirror_view_and_copy(M(), d));
+    dest.push_back(detail::copy_to_space<M>(d, "darray::migrate dest"));
   }
   return migrate(a, dest);
 }

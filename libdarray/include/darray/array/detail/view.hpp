@@ -8,6 +8,7 @@
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -82,6 +83,19 @@ typename Kokkos::View<T*, M>::HostMirror host_copy_target(const Kokkos::View<T*,
   if constexpr (host_accessible_v<M>)
     if (!stage_as_if_on_device()) return v;
   return cached_view<typename Kokkos::View<T*, M>::HostMirror>(label, v.extent(0));
+}
+
+// The reverse: a table the host made (1-d) as a view of M for kernels to read: `host` itself where M is the host
+// space (as Kokkos::create_mirror_view_and_copy returns it), else a block of M's cache holding a copy, instead of a
+// fresh device allocation per call (also a copy under the StageAsIfOnDevice hook). Fences.
+template <class M, class T, class... Properties>
+Kokkos::View<T*, M> copy_to_space(const Kokkos::View<T*, Kokkos::HostSpace, Properties...>& host,
+                                  const std::string& label) {
+  if constexpr (std::is_same<M, Kokkos::HostSpace>::value)
+    if (!stage_as_if_on_device()) return host;
+  auto out = cached_view<Kokkos::View<T*, M>>(label, host.extent(0));
+  Kokkos::deep_copy(out, host);
+  return out;
 }
 
 // Bytes of a block of `shape` with elements of element_size bytes; InvalidArgument naming label and shape when the

@@ -54,11 +54,12 @@ template <class M>
 Kokkos::View<int*, M> mesh_position_table(const Mesh& mesh) {
   int max_id = -1;
   for (const Device& d : mesh.devices()) max_id = std::max(max_id, d.id);
-  Kokkos::View<int*, Kokkos::HostSpace> host("darray::migrate positions", static_cast<std::size_t>(max_id + 1));
-  Kokkos::deep_copy(host, -1);
+  auto host = cached_view<Kokkos::View<int*, Kokkos::HostSpace>>("darray::migrate positions",
+                                                                 static_cast<std::size_t>(max_id + 1));
+  for (std::size_t i = 0; i < host.extent(0); ++i) host(i) = -1;
   for (std::size_t k = 0; k < mesh.devices().size(); ++k)
     host(static_cast<std::size_t>(mesh.devices()[k].id)) = static_cast<int>(k);
-  return Kokkos::create_mirror_view_and_copy(M(), host);
+  return copy_to_space<M>(host, "darray::migrate positions");
 }
 
 // Stable counting sort of rows by destination mesh position. The rows are cut into C chunks; kernel 1 counts each
@@ -138,7 +139,7 @@ void scatter_rows(const Kokkos::View<T**, Kokkos::LayoutRight, M>& rows, const K
   if (n == 0) return;
   Kokkos::View<std::uintptr_t*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> host(
       const_cast<std::uintptr_t*>(bases.data()), bases.size());
-  const auto base = Kokkos::create_mirror_view_and_copy(M(), host);
+  const auto base = copy_to_space<M>(host, "darray::migrate bases");
   const auto slots = order.slots;
   const int64_t chunks = order.chunks, per_chunk = order.per_chunk;
   const Kokkos::RangePolicy<Exec, Kokkos::IndexType<int64_t>> policy(0, chunks);
