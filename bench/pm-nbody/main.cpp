@@ -13,6 +13,7 @@
 
 #include "pm.hpp"
 #include "time_calls.hpp"
+#include "unaliased.hpp"
 
 using darray_bench::Stats;
 using darray_bench::time_calls;
@@ -99,7 +100,7 @@ int main(int argc, char** argv) {
           for (int col = 0; col < pm::WIDTH; ++col) by_process[static_cast<std::size_t>(to)].push_back(rows(p, col));
         }
       }
-      std::vector<double> send, recv;
+      std::vector<double> send, recvstore;
       std::vector<int> sdispl(static_cast<std::size_t>(np)), rdispl(static_cast<std::size_t>(np));
       for (int q = 0; q < np; ++q) {
         sdispl[static_cast<std::size_t>(q)] = static_cast<int>(send.size());
@@ -113,9 +114,9 @@ int main(int argc, char** argv) {
         rdispl[static_cast<std::size_t>(q)] = total;
         total += recv_counts[static_cast<std::size_t>(q)];
       }
-      recv.resize(static_cast<std::size_t>(total));
+      double* const recv = darray_bench::unaliased(recvstore, static_cast<std::size_t>(total), send.data());
       const Stats base = time_calls(reps, calls, [&] {
-        MPI_Alltoallv(send.data(), send_counts.data(), sdispl.data(), MPI_DOUBLE, recv.data(), recv_counts.data(),
+        MPI_Alltoallv(send.data(), send_counts.data(), sdispl.data(), MPI_DOUBLE, recv, recv_counts.data(),
                       rdispl.data(), MPI_DOUBLE, MPI_COMM_WORLD);
       });
       int64_t moving_all = 0;

@@ -16,6 +16,8 @@
 #include <iostream>
 #include <vector>
 
+#include "unaliased.hpp"
+
 #if defined(DARRAY_BENCH_HAS_FFTW_MPI)
 #include <fftw3-mpi.h>
 #endif
@@ -79,9 +81,10 @@ double alltoall_time(std::size_t bytes, int reps) {
   const int np = process_count();
   const std::size_t per = bytes / static_cast<std::size_t>(np);
   if (per > static_cast<std::size_t>(INT_MAX) || np == 1) return 0;
-  std::vector<char> s(per * static_cast<std::size_t>(np), 1), r(per * static_cast<std::size_t>(np));
+  std::vector<char> s(per * static_cast<std::size_t>(np), 1), rstore;
+  char* const r = darray_bench::unaliased(rstore, per * static_cast<std::size_t>(np), s.data());
   return time_it(reps, [&] {
-    MPI_Alltoall(s.data(), static_cast<int>(per), MPI_BYTE, r.data(), static_cast<int>(per), MPI_BYTE, MPI_COMM_WORLD);
+    MPI_Alltoall(s.data(), static_cast<int>(per), MPI_BYTE, r, static_cast<int>(per), MPI_BYTE, MPI_COMM_WORLD);
   });
 }
 
@@ -92,7 +95,8 @@ template <class SendType, class RecvType>
 double alltoallw_time(std::size_t src_elems, std::size_t dst_elems, SendType&& send_type, RecvType&& recv_type,
                       int reps) {
   const int np = process_count();
-  std::vector<double> src(src_elems, 1.0), dst(dst_elems, 0.0);
+  std::vector<double> src(src_elems, 1.0), dst_store;
+  double* const dst = darray_bench::unaliased(dst_store, dst_elems, src.data());
   std::vector<int> counts(static_cast<std::size_t>(np), 1), sdispl(counts.size()), rdispl(counts.size());
   std::vector<MPI_Datatype> stypes(counts.size()), rtypes(counts.size());
   for (int p = 0; p < np; ++p) {
@@ -103,7 +107,7 @@ double alltoallw_time(std::size_t src_elems, std::size_t dst_elems, SendType&& s
     MPI_Type_commit(&rtypes[k]);
   }
   const double t = time_it(reps, [&] {
-    MPI_Alltoallw(src.data(), counts.data(), sdispl.data(), stypes.data(), dst.data(), counts.data(), rdispl.data(),
+    MPI_Alltoallw(src.data(), counts.data(), sdispl.data(), stypes.data(), dst, counts.data(), rdispl.data(),
                   rtypes.data(), MPI_COMM_WORLD);
   });
   for (std::size_t k = 0; k < counts.size(); ++k) {
@@ -152,8 +156,9 @@ double alltoallw_pencil(int64_t x, int64_t y, int64_t z, int reps) {
 }
 
 double memcpy_time(std::size_t bytes, int reps) {
-  std::vector<char> s(bytes, 1), d(bytes, 0);
-  return time_it(reps, [&] { std::memcpy(d.data(), s.data(), bytes); });
+  std::vector<char> s(bytes, 1), store;
+  char* const d = darray_bench::unaliased(store, bytes, s.data());
+  return time_it(reps, [&] { std::memcpy(d, s.data(), bytes); });
 }
 
 #if defined(DARRAY_BENCH_HAS_FFTW_MPI)

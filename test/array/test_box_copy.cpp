@@ -1,6 +1,6 @@
-// Host box copies: stream_copy against memcpy for every length and alignment around its thresholds (guard bytes
-// untouched), copy_box with and without streaming stores against an element-by-element reference on random boxes,
-// and contiguous_offset.
+// Host box copies: stream_copy and copy_small (rows of a scatter, plain or streaming) against memcpy for every
+// length and alignment around their thresholds (guard bytes untouched), copy_box with and without streaming stores
+// against an element-by-element reference on random boxes, and contiguous_offset.
 #include <catch2/catch.hpp>
 #include <cstring>
 #include <numeric>
@@ -12,6 +12,7 @@
 using namespace darray;
 using darray::detail::contiguous_offset;
 using darray::detail::copy_box;
+using darray::detail::copy_small;
 using darray::detail::stream_copy;
 
 TEST_CASE("stream_copy copies exactly the bytes asked for, at every alignment") {
@@ -28,6 +29,30 @@ TEST_CASE("stream_copy copies exactly the bytes asked for, at every alignment") 
         REQUIRE(std::memcmp(dst.data() + d_off, src.data() + s_off, bytes) == 0);
         for (std::size_t i = 0; i < d_off; ++i) REQUIRE(dst[i] == 0xEE);
         for (std::size_t i = d_off + bytes; i < dst.size(); ++i) REQUIRE(dst[i] == 0xEE);
+      }
+    }
+  }
+}
+
+TEST_CASE("copy_small copies exactly the bytes asked for, plain or streaming, at every alignment") {
+  std::vector<unsigned char> src(1024 + 64), dst(1024 + 128);
+  std::iota(src.begin(), src.end(), static_cast<unsigned char>(3));
+  // Multiples of 8 and 16 (the inline paths, 8-byte tails included) and others (memcpy), rows of 1-130 bytes and a
+  // run of many rows.
+  for (std::size_t bytes :
+       {std::size_t{0}, std::size_t{4}, std::size_t{8}, std::size_t{12}, std::size_t{16}, std::size_t{24},
+        std::size_t{56}, std::size_t{64}, std::size_t{72}, std::size_t{130}, std::size_t{1000}}) {
+    for (const bool streaming : {false, true}) {
+      for (std::size_t s_off = 0; s_off < 17; s_off += 4) {
+        for (std::size_t d_off = 0; d_off < 33; d_off += 4) {
+          std::fill(dst.begin(), dst.end(), static_cast<unsigned char>(0xEE));
+          copy_small(dst.data() + d_off, src.data() + s_off, bytes, streaming);
+          darray::detail::stream_fence();
+          INFO("bytes " << bytes << " streaming " << streaming << " src offset " << s_off << " dst offset " << d_off);
+          REQUIRE(std::memcmp(dst.data() + d_off, src.data() + s_off, bytes) == 0);
+          for (std::size_t i = 0; i < d_off; ++i) REQUIRE(dst[i] == 0xEE);
+          for (std::size_t i = d_off + bytes; i < dst.size(); ++i) REQUIRE(dst[i] == 0xEE);
+        }
       }
     }
   }

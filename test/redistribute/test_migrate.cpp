@@ -153,6 +153,37 @@ TEST_CASE("random destinations, row widths 1 and 7, zero-row devices", "[migrate
   }
 }
 
+TEST_CASE("destinations in runs: most rows stay, or move in blocks, to local and remote devices", "[migrate]") {
+  // Runs of one destination are counted and copied run by run (long_runs); rows bound for other processes go
+  // through a send buffer holding only them.
+  std::mt19937_64 rng(14);
+  for (int k = 0; k < 6; ++k) {
+    const Mesh mesh = darray::testing::random_mesh(rng, devices(), 0, true);
+    const auto& devs = mesh.devices();
+    const uint64_t salt = rng();
+    const int64_t block = 4 + static_cast<int64_t>(rng() % 40);
+    // Blocks of `block` consecutive rows of a device share a destination.
+    const std::function<int(const double*)> blocks = [&](const double* row) {
+      const auto id = static_cast<uint64_t>(row[0]);
+      return devs[((id % 1000000) / static_cast<uint64_t>(block) * 2654435761u + id / 1000000 + salt) % devs.size()].id;
+    };
+    migrate_case<double>(mesh, rng(), 7, max_rows_for(7, sizeof(double)), blocks);
+    // One row in 50 leaves for a random device, the others stay: long runs with short breaks.
+    const std::function<int(const double*)> few = [&](const double* row) {
+      const auto id = static_cast<uint64_t>(row[0]);
+      if ((id * 40503u + salt) % 50 != 0) return static_cast<int>(row[1]);
+      return devs[(id * 2654435761u + salt) % devs.size()].id;
+    };
+    migrate_case<double>(mesh, rng(), 8, max_rows_for(8, sizeof(double)), few);
+    const std::function<int(const float*)> few_float = [&](const float* row) {
+      const auto id = static_cast<uint64_t>(row[0]);
+      if ((id * 40503u + salt) % 50 != 0) return static_cast<int>(row[1]);
+      return devs[(id * 2654435761u + salt) % devs.size()].id;
+    };
+    migrate_case<float>(mesh, rng(), 3, 300, few_float);
+  }
+}
+
 TEST_CASE("all rows to one device, and a mesh of some devices only", "[migrate]") {
   const Mesh all = make_mesh({device_count()}, {"x"});
   const int last = device_count() - 1;
@@ -224,30 +255,35 @@ TEST_CASE("RaggedArray: counts, views, and bad construction", "[migrate]") {
 TEST_CASE("invalid destinations and mismatched dest vectors: the same error on every process", "[migrate]") {
   const Mesh mesh = make_mesh({device_count()}, {"x"});
   const int n = device_count();
-  // Only the last device's rows go astray: row 3 of it names -1, or a device beyond the mesh.
-  for (const int bad : {-1, n + 5}) {
-    const auto a = make_particles<double>(mesh, 21, 7, 0);  // all zero rows ...
-    std::vector<RaggedArray<double>::view_type> views;
-    for (const Device& d : a.local_devices()) {
-      RaggedArray<double>::view_type v("p", 6, 7);
-      auto host = Kokkos::create_mirror_view(v);
-      for (std::size_t i = 0; i < 6; ++i) {
-        host(i, 0) = static_cast<double>(i);
-        host(i, 1) = static_cast<double>(d.id);
+  // Only the last device's rows go astray: row 3 of 6 (rows counted one by one) or row 33 of 60 (inside a run of
+  // one destination, counted run by run) names -1, or a device beyond the mesh.
+  for (const auto& [rows, bad_row] : {std::pair<std::size_t, double>{6, 3.0}, std::pair<std::size_t, double>{60, 33.0}})
+    for (const int bad : {-1, n + 5}) {
+      const auto a = make_particles<double>(mesh, 21, 7, 0);  // all zero rows ...
+      std::vector<RaggedArray<double>::view_type> views;
+      for (const Device& d : a.local_devices()) {
+        RaggedArray<double>::view_type v("p", rows, 7);
+        auto host = Kokkos::create_mirror_view(v);
+        for (std::size_t i = 0; i < rows; ++i) {
+          host(i, 0) = static_cast<double>(i);
+          host(i, 1) = static_cast<double>(d.id);
+        }
+        Kokkos::deep_copy(v, host);
+        views.push_back(v);
       }
-      Kokkos::deep_copy(v, host);
-      views.push_back(v);
+      const RaggedArray<double> p(mesh, 7, views);
+      const auto f = [&, bad_row = bad_row](const double* row) {
+        return static_cast<int>(row[1]) == n - 1 && row[0] >= bad_row && row[0] < bad_row + 2 ? bad : 0;
+      };
+      std::string msg = darray::testing::error_message<InvalidArgument>([&] { (void)migrate(p, f); });
+      INFO(msg);
+      std::ostringstream want;
+      want << "row " << bad_row << " of device " << n - 1 << " has destination " << bad
+           << ", which is not a device of the mesh";
+      REQUIRE(all_ok(msg.find(want.str()) != std::string::npos &&
+                     msg.find("0.." + std::to_string(n - 1)) != std::string::npos));
+      REQUIRE(darray::testing::same_on_all(msg));
     }
-    const RaggedArray<double> p(mesh, 7, views);
-    const auto f = [&](const double* row) { return static_cast<int>(row[1]) == n - 1 && row[0] == 3.0 ? bad : 0; };
-    std::string msg = darray::testing::error_message<InvalidArgument>([&] { (void)migrate(p, f); });
-    INFO(msg);
-    std::ostringstream want;
-    want << "row 3 of device " << n - 1 << " has destination " << bad << ", which is not a device of the mesh";
-    REQUIRE(all_ok(msg.find(want.str()) != std::string::npos &&
-                   msg.find("0.." + std::to_string(n - 1)) != std::string::npos));
-    REQUIRE(darray::testing::same_on_all(msg));
-  }
   // A dest vector of the wrong size on process 0 only, and one of the wrong length.
   const auto a = make_particles<double>(mesh, 22, 7, 10);
   std::vector<Kokkos::View<const int*, DefaultMemorySpace>> dest;

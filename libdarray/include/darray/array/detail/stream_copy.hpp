@@ -56,22 +56,40 @@ inline void stream_copy(void* dst, const void* src, std::size_t bytes) {
 #endif
 }
 
-// A small copy (a row of a table, a few cache lines) inline, in 16-byte units when bytes is a multiple of 16 (a
-// memcpy call per row costs more than the row), with streaming stores when `streaming` and dst is 16-byte aligned,
-// as rows scattered over large arrays are; memcpy otherwise. The caller issues stream_fence() once its streaming
-// copies are done.
+// A small copy (a row of a table, a few cache lines) inline when bytes is a multiple of 8 (a memcpy call per row
+// costs more than the row): 16-byte units and an 8-byte tail, with streaming stores when `streaming` and dst is
+// 8-byte aligned, as rows scattered over large arrays are (16-byte stores when dst is 16-byte aligned and bytes a
+// multiple of 16, else 8-byte ones); memcpy otherwise. The caller issues stream_fence() once its streaming copies
+// are done.
 inline void copy_small(void* dst, const void* src, std::size_t bytes, bool streaming) {
 #if DARRAY_HAS_STREAMING_STORES
-  if (bytes % 16 == 0) {
+  if (bytes % 8 == 0) {
     auto* d = static_cast<unsigned char*>(dst);
     const auto* s = static_cast<const unsigned char*>(src);
-    if (streaming && (reinterpret_cast<std::uintptr_t>(dst) & 15) == 0) {
+    const auto address = reinterpret_cast<std::uintptr_t>(dst);
+    if (streaming && bytes % 16 == 0 && (address & 15) == 0) {
       for (std::size_t i = 0; i < bytes; i += 16)
         _mm_stream_si128(reinterpret_cast<__m128i*>(d + i), _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i)));
       return;
     }
-    for (std::size_t i = 0; i < bytes; i += 16)
+#if defined(__x86_64__)
+    if (streaming && (address & 7) == 0) {
+      for (std::size_t i = 0; i < bytes; i += 8) {
+        long long v;
+        std::memcpy(&v, s + i, 8);
+        _mm_stream_si64(reinterpret_cast<long long*>(d + i), v);
+      }
+      return;
+    }
+#endif
+    std::size_t i = 0;
+    for (; i + 16 <= bytes; i += 16)
       _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i), _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i)));
+    if (i < bytes) {
+      std::uint64_t v;
+      std::memcpy(&v, s + i, 8);
+      std::memcpy(d + i, &v, 8);
+    }
     return;
   }
 #else
