@@ -70,33 +70,70 @@ class PollPause {
 // is the process, in the communicator's ranks, that request i waits on. With timeout_s > 0, after timeout_s seconds
 // throws throw_timed_out's MpiError. The unfinished requests are then left in `requests` for the caller to cancel or
 // free (only it knows which are receives whose buffers must stay alive). Failed requests throw MpiError naming op and
-// the peer.
-// statuses_out (when given) receives request i's status at [i] (MPI_Get_count and MPI_TAG of receives).
+// the peer, except, with `tolerate_truncation`, receives that got a longer message than posted (MPI_ERR_TRUNCATE):
+// they count as completed and the wait goes on, so the caller can report a mismatch once every message of the
+// operation has arrived instead of leaving the rest for its next operation to receive.
+// statuses_out (when given) receives request i's status at [i] (MPI_Get_count and MPI_TAG of receives); with
+// tolerate_truncation its MPI_ERROR is MPI_ERR_TRUNCATE for the truncated receives and MPI_SUCCESS for the others.
 inline void wait_all_until(std::vector<MPI_Request>& requests, const char* op, const std::vector<int>& peers,
-                           MPI_Status* statuses_out, double timeout_s = wait_timeout_seconds()) {
+                           MPI_Status* statuses_out, double timeout_s = wait_timeout_seconds(),
+                           bool tolerate_truncation = false) {
   const int n = static_cast<int>(requests.size());
   if (n == 0) return;
   static thread_local std::vector<MPI_Status> scratch;  // reused: small exchanges should not allocate
   static thread_local std::vector<int> indices;
   scratch.resize(requests.size());
-  MPI_Status* const statuses = timeout_s <= 0 && statuses_out != nullptr ? statuses_out : scratch.data();
-  const auto fail_in_status = [&](int count, const int* which) {
-    for (int k = 0; k < count; ++k) {
-      const int i = which ? which[k] : k;
-      const int err = statuses[static_cast<std::size_t>(which ? k : i)].MPI_ERROR;
-      if (err != MPI_SUCCESS && err != MPI_ERR_PENDING) {
-        std::ostringstream os;
-        os << "request " << i;
-        if (!peers.empty()) os << " (process " << peers[static_cast<std::size_t>(i)] << ")";
-        throw MpiError(op, os.str() + " failed: " + mpi_error_string(err), err, __FILE__, __LINE__);
-      }
+  // Request `i` ended with status `st` (its MPI_ERROR valid when in_status): kept, tolerated or thrown.
+  const auto finish = [&](int i, const MPI_Status& st, bool in_status) {
+    const int err = in_status ? st.MPI_ERROR : MPI_SUCCESS;
+    if (err != MPI_SUCCESS && !(tolerate_truncation && err == MPI_ERR_TRUNCATE)) {
+      std::ostringstream os;
+      os << "request " << i;
+      if (!peers.empty()) os << " (process " << peers[static_cast<std::size_t>(i)] << ")";
+      throw MpiError(op, os.str() + " failed: " + mpi_error_string(err), err, __FILE__, __LINE__);
+    }
+    if (statuses_out != nullptr) {
+      if (&statuses_out[i] != &st) statuses_out[i] = st;
+      if (tolerate_truncation) statuses_out[i].MPI_ERROR = err;
     }
   };
   const WorldReturnsErrors world_returns_errors;
   if (timeout_s <= 0) {
-    const int rc = MPI_Waitall(n, requests.data(), statuses);
-    if (rc == MPI_ERR_IN_STATUS) fail_in_status(n, nullptr);
-    DARRAY_MPI_CHECK(rc);
+    MPI_Status* const statuses = statuses_out != nullptr ? statuses_out : scratch.data();
+    int rc = MPI_Waitall(n, requests.data(), statuses);
+    if (rc == MPI_SUCCESS) {
+      if (tolerate_truncation && statuses_out != nullptr)
+        for (int i = 0; i < n; ++i) statuses_out[i].MPI_ERROR = MPI_SUCCESS;
+      return;
+    }
+    if (rc != MPI_ERR_IN_STATUS) DARRAY_MPI_CHECK(rc);
+    // Some requests failed (thrown, or tolerated) and left the others pending: wait again for those.
+    static thread_local std::vector<char> pending;
+    pending.assign(requests.size(), 0);
+    bool any = false;
+    for (int i = 0; i < n; ++i) {
+      if (statuses[i].MPI_ERROR == MPI_ERR_PENDING) {
+        pending[static_cast<std::size_t>(i)] = 1;
+        any = true;
+      } else {
+        finish(i, statuses[i], true);
+      }
+    }
+    while (any) {
+      rc = MPI_Waitall(n, requests.data(), scratch.data());
+      if (rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS) DARRAY_MPI_CHECK(rc);
+      any = false;
+      for (int i = 0; i < n; ++i) {
+        const auto k = static_cast<std::size_t>(i);
+        if (!pending[k]) continue;
+        if (rc == MPI_ERR_IN_STATUS && scratch[k].MPI_ERROR == MPI_ERR_PENDING) {
+          any = true;
+          continue;
+        }
+        finish(i, scratch[k], rc == MPI_ERR_IN_STATUS);
+        pending[k] = 0;
+      }
+    }
     return;
   }
   using clock = std::chrono::steady_clock;
@@ -105,12 +142,11 @@ inline void wait_all_until(std::vector<MPI_Request>& requests, const char* op, c
   PollPause pause;
   while (true) {
     int done = 0;
-    const int rc = MPI_Testsome(n, requests.data(), &done, indices.data(), statuses);
-    if (rc == MPI_ERR_IN_STATUS) fail_in_status(done, indices.data());
-    DARRAY_MPI_CHECK(rc);
+    const int rc = MPI_Testsome(n, requests.data(), &done, indices.data(), scratch.data());
+    if (rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS) DARRAY_MPI_CHECK(rc);
     if (done == MPI_UNDEFINED) return;  // no active request is left
-    if (statuses_out != nullptr)
-      for (int k = 0; k < done; ++k) statuses_out[indices[static_cast<std::size_t>(k)]] = statuses[k];
+    for (int k = 0; k < done; ++k)
+      finish(indices[static_cast<std::size_t>(k)], scratch[static_cast<std::size_t>(k)], rc == MPI_ERR_IN_STATUS);
     if (std::chrono::duration<double>(clock::now() - start).count() >= timeout_s) break;
     if (done > 0)
       pause.progressed();

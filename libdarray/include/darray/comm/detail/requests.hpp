@@ -7,6 +7,8 @@
 
 #include <chrono>
 #include <cstddef>
+#include <sstream>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -66,7 +68,10 @@ class RequestSet {
   std::size_t pending() const { return m_pending; }
 
   // Blocks until at least one request completes; calls on_receive(message) for each completed receive chunk, after
-  // checking that it carried exactly the expected bytes. Sends complete silently.
+  // checking that it carried exactly the expected bytes. Sends complete silently. A receive posted with check_tag
+  // that carried another tag or size (another operation on the peer) is not reported: the first such mismatch is
+  // thrown as an InvalidArgument once every request has completed, so no message of this exchange is left behind
+  // for the next one to receive.
   template <class OnReceive>
   void wait_some(OnReceive&& on_receive, const char* api) {
     if (m_pending == 0) return;
@@ -74,21 +79,23 @@ class RequestSet {
     m_indices.resize(m_requests.size());
     m_statuses.resize(m_requests.size());
     const int rc = wait_or_poll(outcount, api);
-    if (rc == MPI_ERR_IN_STATUS) {
+    const bool in_status = rc == MPI_ERR_IN_STATUS;
+    if (in_status) {
       for (int k = 0; k < outcount; ++k) {
         const MPI_Status& st = m_statuses[static_cast<std::size_t>(k)];
-        if (st.MPI_ERROR != MPI_SUCCESS) {
-          const Posted& p = m_posted[static_cast<std::size_t>(m_indices[static_cast<std::size_t>(k)])];
+        const Posted& p = m_posted[static_cast<std::size_t>(m_indices[static_cast<std::size_t>(k)])];
+        if (st.MPI_ERROR != MPI_SUCCESS && !(st.MPI_ERROR == MPI_ERR_TRUNCATE && p.tag >= 0))
           throw MpiError(api,
                          std::string(p.expected < 0 ? "send to" : "receive from") + " process " +
                              std::to_string(p.peer) + " failed: " + mpi_error_string(st.MPI_ERROR),
                          st.MPI_ERROR, __FILE__, __LINE__);
-        }
       }
+    } else {
+      DARRAY_MPI_CHECK(rc);
     }
-    DARRAY_MPI_CHECK(rc);
     if (outcount == MPI_UNDEFINED) {  // every request was already null: nothing was really pending
       m_pending = 0;
+      throw_mismatch(api);
       return;
     }
     m_pending -= static_cast<std::size_t>(outcount);
@@ -96,14 +103,28 @@ class RequestSet {
       const Posted& p = m_posted[static_cast<std::size_t>(m_indices[static_cast<std::size_t>(k)])];
       if (p.expected < 0) continue;
       const MPI_Status& st = m_statuses[static_cast<std::size_t>(k)];
-      DARRAY_THROW_IF(p.tag >= 0 && st.MPI_TAG != p.tag, InvalidArgument, api,
-                      "process " << p.peer << " sent data of another operation or of other arrays (message tag "
-                                 << st.MPI_TAG << ", expected " << p.tag
-                                 << "): the processes called different operations, or the same one with different "
-                                    "shapes, shardings or element types");
+      if (p.tag >= 0) {
+        int got = 0;
+        MPI_Status copy = st;
+        DARRAY_MPI_CHECK(MPI_Get_count(&copy, MPI_BYTE, &got));
+        const bool truncated = in_status && st.MPI_ERROR == MPI_ERR_TRUNCATE;
+        if (truncated || st.MPI_TAG != p.tag || got != p.expected) {
+          if (m_mismatch.empty()) {
+            std::ostringstream os;
+            os << "process " << p.peer << " sent data of another operation or of other arrays (message tag "
+               << st.MPI_TAG << ", expected " << p.tag << "; " << (truncated ? "more than " : "") << got
+               << " bytes, expected " << p.expected
+               << "): the processes called different operations, or the same one with different shapes, shardings or "
+                  "element types";
+            m_mismatch = os.str();
+          }
+          continue;
+        }
+      }
       check_received(st, p.expected, p.peer, api);
-      on_receive(p.message);
+      if (m_mismatch.empty()) on_receive(p.message);
     }
+    if (m_pending == 0) throw_mismatch(api);
   }
 
   void wait_all(const char* api) {
@@ -186,6 +207,14 @@ class RequestSet {
     m_requests.clear();
     m_posted.clear();
     m_pending = 0;
+    m_mismatch.clear();
+  }
+  // Throws the mismatch a receive found, once nothing is pending.
+  void throw_mismatch(const char* api) {
+    if (m_mismatch.empty()) return;
+    std::string what = std::move(m_mismatch);
+    clear();
+    DARRAY_THROW(InvalidArgument, api, what);
   }
   void swap(RequestSet& o) noexcept {
     std::swap(m_requests, o.m_requests);
@@ -194,6 +223,7 @@ class RequestSet {
     std::swap(m_indices, o.m_indices);
     std::swap(m_statuses, o.m_statuses);
     std::swap(m_first_post, o.m_first_post);
+    std::swap(m_mismatch, o.m_mismatch);
   }
 
   std::vector<MPI_Request> m_requests;
@@ -202,6 +232,7 @@ class RequestSet {
   std::vector<int> m_indices;
   std::vector<MPI_Status> m_statuses;
   std::chrono::steady_clock::time_point m_first_post{};
+  std::string m_mismatch;  // the first receive that carried another operation's message, thrown when all are done
 };
 
 }  // namespace detail
