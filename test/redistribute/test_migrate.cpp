@@ -169,18 +169,13 @@ TEST_CASE("destinations in runs: most rows stay, or move in blocks, to local and
     };
     migrate_case<double>(mesh, rng(), 7, max_rows_for(7, sizeof(double)), blocks);
     // One row in 50 leaves for a random device, the others stay: long runs with short breaks.
-    const std::function<int(const double*)> few = [&](const double* row) {
+    const auto few = [&](const auto* row) {
       const auto id = static_cast<uint64_t>(row[0]);
       if ((id * 40503u + salt) % 50 != 0) return static_cast<int>(row[1]);
       return devs[(id * 2654435761u + salt) % devs.size()].id;
     };
     migrate_case<double>(mesh, rng(), 8, max_rows_for(8, sizeof(double)), few);
-    const std::function<int(const float*)> few_float = [&](const float* row) {
-      const auto id = static_cast<uint64_t>(row[0]);
-      if ((id * 40503u + salt) % 50 != 0) return static_cast<int>(row[1]);
-      return devs[(id * 2654435761u + salt) % devs.size()].id;
-    };
-    migrate_case<float>(mesh, rng(), 3, 300, few_float);
+    migrate_case<float>(mesh, rng(), 3, 300, few);
   }
 }
 
