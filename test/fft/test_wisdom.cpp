@@ -5,8 +5,10 @@
 #include <mpi.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -165,6 +167,59 @@ TEST_CASE("load_wisdom / save_wisdom / forget_wisdom by hand", "[fft]") {
   REQUIRE(all_ok(back.status == fft::WisdomStatus::loaded));
   const fft::Plan<double> wise(shape, sharding, o);
   REQUIRE(all_ok(contains(wise.describe(), "(wisdom)") && !contains(wise.describe(), "(measured)")));
+  fft::forget_wisdom();
+}
+
+// The entries of FFTW's double-precision wisdom in memory on this process (lines of its export), sorted.
+std::vector<std::string> fftw_entries() {
+  char* s = fftw_export_wisdom_to_string();
+  std::istringstream in(s != nullptr ? s : "");
+  std::free(s);
+  std::vector<std::string> entries;
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("  (", 0) == 0) entries.push_back(line);
+  std::sort(entries.begin(), entries.end());
+  return entries;
+}
+
+TEST_CASE("a wisdom file loaded again is imported once; after forget_wisdom it is imported again", "[fft]") {
+  TempDir dir;
+  const std::string path = dir.file("again.wisdom");
+  fft::forget_wisdom();
+  const Shape shape{12, 10, 8};
+  const NamedSharding sharding = fft::auto_sharding(shape);
+  { const fft::Plan<double> plan(shape, sharding, measured(path)); }
+  const std::vector<std::string> learnt = fftw_entries();
+  REQUIRE(all_ok(!learnt.empty()));
+  const std::string text = from_root(read_text(path));
+  // No single-precision plan ran: that section is empty, and skipped on import (it would cost FFTW's fixed 0.2 ms).
+  REQUIRE(all_ok(contains(text, " fftwf_wisdom ")));
+  for (int round = 0; round < 3; ++round) {
+    INFO("round " << round);
+    fft::forget_wisdom();
+    REQUIRE(all_ok(fftw_entries().empty()));
+    // Loaded, and loaded again (the second import skipped): FFTW holds the file's entries; a plan naming the file
+    // loads it a third time and measures nothing.
+    REQUIRE(all_ok(fft::load_wisdom(path).status == fft::WisdomStatus::loaded));
+    REQUIRE(all_ok(fft::load_wisdom(path).status == fft::WisdomStatus::loaded));
+    const std::vector<std::string> loaded = fftw_entries();  // every process's: the file merges them
+    REQUIRE(all_ok(std::includes(loaded.begin(), loaded.end(), learnt.begin(), learnt.end())));
+    const fft::Plan<double> wise(shape, sharding, measured(path));
+    REQUIRE(all_ok(contains(wise.describe(), "(wisdom)") && !contains(wise.describe(), "(measured)")));
+    REQUIRE(all_ok(fftw_entries() == loaded));  // nothing measured
+  }
+  // An empty section of another FFTW version is still refused (FFTW checks it), not skipped.
+  std::string foreign = text;
+  const auto at = foreign.find("(fftw-3");
+  const auto next = foreign.find("(fftw-3", at + 1);
+  REQUIRE(all_ok(next != std::string::npos));
+  foreign.replace(next, foreign.find(' ', next) - next, "(fftw-2.9.9");
+  const std::string foreign_path = dir.file("foreign-empty.wisdom");
+  write_on_root(foreign_path, foreign);
+  fft::forget_wisdom();
+  const fft::WisdomReport r = fft::load_wisdom(foreign_path);
+  INFO(r.message);
+  REQUIRE(all_ok(r.status == fft::WisdomStatus::rejected && contains(r.message, "another FFTW version or build")));
   fft::forget_wisdom();
 }
 

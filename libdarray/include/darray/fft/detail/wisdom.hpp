@@ -72,6 +72,11 @@ inline std::map<std::string, Choice>& choice_table() {
   static std::map<std::string, Choice> table;
   return table;
 }
+// Whole wisdom texts imported since the last forget (choices_mutex): loading one again changes nothing.
+inline std::set<std::string>& imported_texts() {
+  static std::set<std::string> texts;
+  return texts;
+}
 
 // The recorded choice for key if one was measured at `level` or above.
 inline bool find_choice(const std::string& key, int level, Choice* out) {
@@ -183,28 +188,43 @@ inline std::string format_choice(const std::string& key, const Choice& c) {
 }
 
 // FFTW's side, per precision: export, import, forget, under the planner mutex. A build without FFTW has none.
+// Every FFTW import costs about 0.2 ms however little it holds (FFTW checksums its whole solver configuration each
+// time), more than an estimate plan: so a section this process imported since its last forget (every plan naming
+// Options::wisdom_file loads the file again) is not imported again. The record assumes wisdom is forgotten through
+// darray (fft::forget_wisdom); after a direct fftw_forget_wisdom, a plan measures again instead of using the file.
 #if defined(DARRAY_HAS_FFTW)
 template <class R>
 struct FftwWisdom;
-#define DARRAY_FFTW_WISDOM(R, X, NAME)                        \
-  template <>                                                 \
-  struct FftwWisdom<R> {                                      \
-    static constexpr const char* name = NAME;                 \
-    static std::string exported() {                           \
-      std::lock_guard<std::mutex> lock(fftw_planner_mutex()); \
-      char* s = X##export_wisdom_to_string();                 \
-      std::string out = s != nullptr ? s : "";                \
-      std::free(s);                                           \
-      return out;                                             \
-    }                                                         \
-    static bool import(const std::string& s) {                \
-      std::lock_guard<std::mutex> lock(fftw_planner_mutex()); \
-      return X##import_wisdom_from_string(s.c_str()) != 0;    \
-    }                                                         \
-    static void forget() {                                    \
-      std::lock_guard<std::mutex> lock(fftw_planner_mutex()); \
-      X##forget_wisdom();                                     \
-    }                                                         \
+#define DARRAY_FFTW_WISDOM(R, X, NAME)                                \
+  template <>                                                         \
+  struct FftwWisdom<R> {                                              \
+    static constexpr const char* name = NAME;                         \
+    static std::string exported() {                                   \
+      std::lock_guard<std::mutex> lock(fftw_planner_mutex());         \
+      char* s = X##export_wisdom_to_string();                         \
+      std::string out = s != nullptr ? s : "";                        \
+      std::free(s);                                                   \
+      return out;                                                     \
+    }                                                                 \
+    static bool import(const std::string& s) {                        \
+      std::lock_guard<std::mutex> lock(fftw_planner_mutex());         \
+      if (imported().count(s) != 0) return true;                      \
+      if (X##import_wisdom_from_string(s.c_str()) == 0) return false; \
+      imported().insert(s);                                           \
+      return true;                                                    \
+    }                                                                 \
+    static void forget() {                                            \
+      std::lock_guard<std::mutex> lock(fftw_planner_mutex());         \
+      X##forget_wisdom();                                             \
+      imported().clear();                                             \
+    }                                                                 \
+                                                                      \
+   private:                                                           \
+    /* sections imported since the last forget (planner mutex) */     \
+    static std::set<std::string>& imported() {                        \
+      static std::set<std::string> sections;                          \
+      return sections;                                                \
+    }                                                                 \
   };
 DARRAY_FFTW_WISDOM(double, fftw_, "fftw_wisdom")
 DARRAY_FFTW_WISDOM(float, fftwf_, "fftwf_wisdom")
@@ -220,6 +240,20 @@ inline std::string fftw_section_kind(const std::string& header) {
   std::string version, kind;
   in >> version >> kind;
   return kind;
+}
+
+// Whether a FFTW section header ("fftw-3.3.10 fftw_wisdom #x...") names this FFTW's version (fftw_version is
+// "fftw-3.3.10" or "fftw-3.3.10-sse2-avx..."). FFTW itself also compares a checksum of its build's solvers.
+inline bool written_by_this_fftw(const std::string& header) {
+#if defined(DARRAY_HAS_FFTW)
+  const std::string version = header.substr(0, header.find(' '));
+  const std::string mine = fftw_version_string();
+  return mine.compare(0, version.size(), version) == 0 &&
+         (mine.size() == version.size() || mine[version.size()] == '-');
+#else
+  (void)header;
+  return false;
+#endif
 }
 
 // This process's wisdom as canonical sections: darray's choices, then FFTW's per precision.
@@ -271,6 +305,10 @@ inline std::string merge_wisdom(const std::vector<std::vector<Section>>& per_pro
 // Validates and imports wisdom text on this process (no communication). Returns "" or why it was refused; on a
 // refusal nothing of darray's is recorded (FFTW keeps the sections it had accepted: they are valid for this build).
 inline std::string import_wisdom_text(const std::string& text) {
+  {
+    std::lock_guard<std::mutex> lock(choices_mutex());
+    if (imported_texts().count(text) != 0) return "";
+  }
   std::vector<Section> sections;
   std::string why;
   if (!split_sections(text, &sections, &why)) return why;
@@ -295,7 +333,7 @@ inline std::string import_wisdom_text(const std::string& text) {
 #if defined(DARRAY_HAS_FFTW)
   for (const Section& s : sections) {
     const std::string kind = fftw_section_kind(s.header);
-    if (kind.empty()) continue;
+    if (kind.empty() || (s.children.empty() && written_by_this_fftw(s.header))) continue;  // nothing to import
     std::set<std::string> children(s.children.begin(), s.children.end());
     const std::string section = format_section(s.header, children);
     const bool ok =
@@ -306,6 +344,8 @@ inline std::string import_wisdom_text(const std::string& text) {
   }
 #endif
   for (const auto& kv : choices) record_choice(kv.first, kv.second);
+  std::lock_guard<std::mutex> lock(choices_mutex());
+  imported_texts().insert(text);
   return "";
 }
 
@@ -425,6 +465,7 @@ inline void forget_all_wisdom() {
 #endif
   std::lock_guard<std::mutex> lock(choices_mutex());
   choice_table().clear();
+  imported_texts().clear();
 }
 
 }  // namespace detail
