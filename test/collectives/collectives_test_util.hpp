@@ -139,8 +139,8 @@ inline PartitionSpec expected_spec(const PartitionSpec& in, std::size_t rank, co
   return PartitionSpec(entries);
 }
 
-// Compares every addressable shard of `result` with expected(device): its box must be the result sharding's box
-// and its values the expected block. Returns "" or the first difference. Not collective.
+// Compares every addressable shard of `result` with expected(device): its box and replica id must be the result
+// sharding's and its values the expected block. Returns "" or the first difference. Not collective.
 template <class Array, class Expected>
 std::string check_result(const Array& result, Expected&& expected) {
   using T = typename Array::value_type;
@@ -152,6 +152,11 @@ std::string check_result(const Array& result, Expected&& expected) {
     const HostBlock<T> want = expected(s.device);
     if (s.index != result.sharding().index(result.shape(), s.device)) {
       err << s.device << ": shard index " << s.index << " is not the result sharding's";
+      return err.str();
+    }
+    if (s.replica_id != result.sharding().replica_id(s.device)) {
+      err << s.device << ": replica id " << s.replica_id << ", the result sharding's is "
+          << result.sharding().replica_id(s.device);
       return err.str();
     }
     if (box_shape(s.index) != want.shape) {

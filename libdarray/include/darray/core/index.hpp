@@ -63,36 +63,37 @@ inline std::string to_string(const Index& index) {
 // nonzero extents fits in int64_t (a zero extent makes the count 0, but the strides still multiply the others).
 // check_volume is the one place that checks it; NamedSharding and every array factory call it before using a shape.
 namespace detail {
-// The product of the positive extents of shape, or -1 when it exceeds INT64_MAX.
-inline int64_t nonzero_product(const Shape& shape) {
-  int64_t v = 1;
-  for (int64_t e : shape)
-    if (e > 0 && __builtin_mul_overflow(v, e, &v)) return -1;
-  return v;
-}
-inline int64_t extent_of(int64_t n) { return n; }
-inline int64_t extent_of(const Slice& s) { return s.size(); }
-
-template <class Extents>
-bool has_zero_extent(const Extents& extents) {
-  for (const auto& e : extents)
-    if (extent_of(e) <= 0) return true;
+// Whether a box has an empty dim.
+inline bool has_zero_extent(const Index& index) {
+  for (const Slice& s : index)
+    if (s.size() <= 0) return true;
   return false;
+}
+
+// check_volume's error, out of line: the check itself is one loop that small calls run many times.
+[[noreturn]] __attribute__((noinline, cold)) inline void throw_bad_volume(const char* api, const Shape& shape) {
+  for (std::size_t d = 0; d < shape.size(); ++d)
+    DARRAY_THROW_IF(shape[d] < 0, InvalidArgument, api,
+                    "shape " << numpy_shape_string(shape) << " has negative extent " << shape[d] << " in dim " << d
+                             << "; expected sizes >= 0");
+  DARRAY_THROW(InvalidArgument, api,
+               "shape " << numpy_shape_string(shape)
+                        << " is too large: the product of its extents exceeds 9223372036854775807 (2^63 - 1), the "
+                           "largest element count an int64 index can address");
 }
 }  // namespace detail
 
 // Throws InvalidArgument (raised by api) unless shape has no negative extent and the product of its nonzero extents
 // is at most INT64_MAX. Returns the element count.
 inline int64_t check_volume(const char* api, const Shape& shape) {
-  for (std::size_t d = 0; d < shape.size(); ++d)
-    DARRAY_THROW_IF(shape[d] < 0, InvalidArgument, api,
-                    "shape " << numpy_shape_string(shape) << " has negative extent " << shape[d] << " in dim " << d
-                             << "; expected sizes >= 0");
-  DARRAY_THROW_IF(detail::nonzero_product(shape) < 0, InvalidArgument, api,
-                  "shape " << numpy_shape_string(shape)
-                           << " is too large: the product of its extents exceeds 9223372036854775807 (2^63 - 1), the "
-                              "largest element count an int64 index can address");
-  return detail::has_zero_extent(shape) ? 0 : detail::nonzero_product(shape);
+  int64_t product = 1;  // of the nonzero extents
+  bool zero = false, bad = false;
+  for (const int64_t e : shape) {
+    zero |= e == 0;
+    bad |= e < 0 || (e > 0 && __builtin_mul_overflow(product, e, &product));
+  }
+  if (bad) detail::throw_bad_volume(api, shape);
+  return zero ? 0 : product;
 }
 
 // Number of elements of a box (0 when any dim is empty; 1 for rank 0). Boxes are parts of checked shapes, so the

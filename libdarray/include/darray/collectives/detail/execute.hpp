@@ -376,7 +376,7 @@ DistributedArray<T, R, M> execute_plan(const char* api, const CollectivePlan& pl
   for (std::size_t k = 0; k < plan.targets.size(); ++k) {
     const Target& t = plan.targets[k];
     if (t.zero_fill) Kokkos::deep_copy(views[k], T());
-    out.push_back(Shard<T, R, M>{t.device, t.out_index, plan.out_sharding.replica_id(t.device), std::move(views[k])});
+    out.push_back(Shard<T, R, M>{t.device, t.out_index, t.replica_id, std::move(views[k])});
   }
   execute_plan_into<R>(api, plan, a, reduction, op, out, /*fresh=*/true);
   return detail::adopt_shards<T, R, M>(plan.out_shape, plan.out_sharding, std::move(out));

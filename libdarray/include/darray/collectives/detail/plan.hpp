@@ -31,6 +31,7 @@ struct Target {
   Index out_index;         // its box in the result's global coordinates
   Shape out_shape;         // the shape of that box (its block's shape)
   bool zero_fill = false;  // ppermute: no source sends to this device, so its block is zeros
+  int64_t replica_id = 0;  // of its block in the result (out_sharding.replica_id(device))
 };
 
 enum class CopySource { shard, received, slot };

@@ -99,7 +99,7 @@ inline std::vector<int64_t> add_targets(CollectivePlan& plan) {
     if (!mesh.contains(d)) continue;
     Index index = plan.out_sharding.index(plan.out_shape, d);
     Shape shape = box_shape(index);
-    plan.targets.push_back(Target{d, std::move(index), std::move(shape), false});
+    plan.targets.push_back(Target{d, std::move(index), std::move(shape), false, plan.out_sharding.replica_id(d)});
     positions.push_back(mesh.position(d));
   }
   return positions;
