@@ -72,10 +72,18 @@ inline std::map<std::string, Choice>& choice_table() {
   static std::map<std::string, Choice> table;
   return table;
 }
-// Whole wisdom texts imported since the last forget (choices_mutex): loading one again changes nothing.
+// What load_wisdom imported since the last forget (choices_mutex): whole file texts, and FFTW sections. Every FFTW
+// import costs about 0.2 ms however little it holds (FFTW checksums its whole solver configuration each time), more
+// than an estimate plan, and every plan naming Options::wisdom_file loads the file again: so a text or section
+// imported since the last forget is not imported again. The record assumes wisdom is forgotten through darray
+// (fft::forget_wisdom); after a direct fftw_forget_wisdom, plans measure again instead of using the file.
 inline std::set<std::string>& imported_texts() {
   static std::set<std::string> texts;
   return texts;
+}
+inline std::set<std::string>& imported_sections() {
+  static std::set<std::string> sections;
+  return sections;
 }
 
 // The recorded choice for key if one was measured at `level` or above.
@@ -188,43 +196,28 @@ inline std::string format_choice(const std::string& key, const Choice& c) {
 }
 
 // FFTW's side, per precision: export, import, forget, under the planner mutex. A build without FFTW has none.
-// Every FFTW import costs about 0.2 ms however little it holds (FFTW checksums its whole solver configuration each
-// time), more than an estimate plan: so a section this process imported since its last forget (every plan naming
-// Options::wisdom_file loads the file again) is not imported again. The record assumes wisdom is forgotten through
-// darray (fft::forget_wisdom); after a direct fftw_forget_wisdom, a plan measures again instead of using the file.
 #if defined(DARRAY_HAS_FFTW)
 template <class R>
 struct FftwWisdom;
-#define DARRAY_FFTW_WISDOM(R, X, NAME)                                \
-  template <>                                                         \
-  struct FftwWisdom<R> {                                              \
-    static constexpr const char* name = NAME;                         \
-    static std::string exported() {                                   \
-      std::lock_guard<std::mutex> lock(fftw_planner_mutex());         \
-      char* s = X##export_wisdom_to_string();                         \
-      std::string out = s != nullptr ? s : "";                        \
-      std::free(s);                                                   \
-      return out;                                                     \
-    }                                                                 \
-    static bool import(const std::string& s) {                        \
-      std::lock_guard<std::mutex> lock(fftw_planner_mutex());         \
-      if (imported().count(s) != 0) return true;                      \
-      if (X##import_wisdom_from_string(s.c_str()) == 0) return false; \
-      imported().insert(s);                                           \
-      return true;                                                    \
-    }                                                                 \
-    static void forget() {                                            \
-      std::lock_guard<std::mutex> lock(fftw_planner_mutex());         \
-      X##forget_wisdom();                                             \
-      imported().clear();                                             \
-    }                                                                 \
-                                                                      \
-   private:                                                           \
-    /* sections imported since the last forget (planner mutex) */     \
-    static std::set<std::string>& imported() {                        \
-      static std::set<std::string> sections;                          \
-      return sections;                                                \
-    }                                                                 \
+#define DARRAY_FFTW_WISDOM(R, X, NAME)                        \
+  template <>                                                 \
+  struct FftwWisdom<R> {                                      \
+    static constexpr const char* name = NAME;                 \
+    static std::string exported() {                           \
+      std::lock_guard<std::mutex> lock(fftw_planner_mutex()); \
+      char* s = X##export_wisdom_to_string();                 \
+      std::string out = s != nullptr ? s : "";                \
+      std::free(s);                                           \
+      return out;                                             \
+    }                                                         \
+    static bool import(const std::string& s) {                \
+      std::lock_guard<std::mutex> lock(fftw_planner_mutex()); \
+      return X##import_wisdom_from_string(s.c_str()) != 0;    \
+    }                                                         \
+    static void forget() {                                    \
+      std::lock_guard<std::mutex> lock(fftw_planner_mutex()); \
+      X##forget_wisdom();                                     \
+    }                                                         \
   };
 DARRAY_FFTW_WISDOM(double, fftw_, "fftw_wisdom")
 DARRAY_FFTW_WISDOM(float, fftwf_, "fftwf_wisdom")
@@ -336,11 +329,17 @@ inline std::string import_wisdom_text(const std::string& text) {
     if (kind.empty() || (s.children.empty() && written_by_this_fftw(s.header))) continue;  // nothing to import
     std::set<std::string> children(s.children.begin(), s.children.end());
     const std::string section = format_section(s.header, children);
+    {
+      std::lock_guard<std::mutex> lock(choices_mutex());
+      if (imported_sections().count(section) != 0) continue;
+    }
     const bool ok =
         kind == FftwWisdom<double>::name ? FftwWisdom<double>::import(section) : FftwWisdom<float>::import(section);
     if (!ok)
       return "this FFTW (" + std::string(fftw_version_string()) + ") refused its \"" + s.header.substr(0, 40) +
              "...\" section: written by another FFTW version or build, or corrupt";
+    std::lock_guard<std::mutex> lock(choices_mutex());
+    imported_sections().insert(section);
   }
 #endif
   for (const auto& kv : choices) record_choice(kv.first, kv.second);
@@ -466,6 +465,7 @@ inline void forget_all_wisdom() {
   std::lock_guard<std::mutex> lock(choices_mutex());
   choice_table().clear();
   imported_texts().clear();
+  imported_sections().clear();
 }
 
 }  // namespace detail
