@@ -103,7 +103,7 @@ class RequestSet {
       const Posted& p = m_posted[static_cast<std::size_t>(m_indices[static_cast<std::size_t>(k)])];
       if (p.expected < 0) continue;
       const MPI_Status& st = m_statuses[static_cast<std::size_t>(k)];
-      if (p.tag >= 0) {
+      if (p.tag >= 0) {  // tag and size in one check
         int got = 0;
         MPI_Status copy = st;
         DARRAY_MPI_CHECK(MPI_Get_count(&copy, MPI_BYTE, &got));
@@ -120,8 +120,9 @@ class RequestSet {
           }
           continue;
         }
+      } else {
+        check_received(st, p.expected, p.peer, api);
       }
-      check_received(st, p.expected, p.peer, api);
       if (m_mismatch.empty()) on_receive(p.message);
     }
     if (m_pending == 0) throw_mismatch(api);

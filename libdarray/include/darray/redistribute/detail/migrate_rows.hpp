@@ -416,10 +416,9 @@ std::vector<Kokkos::View<T**, Kokkos::LayoutRight, M>> migrate_rows(
     r.stride[1] = 1;
     return r;
   };
-  // Where the scatter puts each source's rows, per destination mesh position: the send buffer, except for runs to
-  // a device of this process (see scatter_rows).
-  // The send buffer holds only the rows bound for other processes: rows that stay on the process never pass
-  // through it, and a call whose rows all stay allocates none.
+  // Where the scatter puts each source's rows, per destination mesh position: the send buffer, which holds only the
+  // rows bound for other processes (none is allocated when all stay), or, for a device of this process, its new
+  // view (see scatter_rows).
   std::vector<std::vector<std::uintptr_t>> bases(mine);
   for (std::size_t s = 0; s < mine; ++s) {
     SortedRows<T, M>& o = sorted[s];
