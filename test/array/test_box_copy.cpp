@@ -1,7 +1,9 @@
-// Host box copies: stream_copy and copy_small (rows of a scatter, plain or streaming) against memcpy for every
-// length and alignment around their thresholds (guard bytes untouched), copy_box with and without streaming stores
-// against an element-by-element reference on random boxes, and contiguous_offset.
+// Host box copies: stream_copy, copy_small (rows of a scatter, plain or streaming) and copy_bytes against memcpy for
+// every length and alignment around their thresholds (guard bytes untouched), copy_box with and without streaming
+// stores against an element-by-element reference on random boxes, and contiguous_offset.
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <cstdint>
 #include <cstring>
 #include <numeric>
 #include <random>
@@ -12,6 +14,7 @@
 using namespace darray;
 using darray::detail::contiguous_offset;
 using darray::detail::copy_box;
+using darray::detail::copy_bytes;
 using darray::detail::copy_small;
 using darray::detail::stream_copy;
 
@@ -87,6 +90,33 @@ int64_t offset_in(const Index& box, const std::vector<int64_t>& at) {
 }
 
 }  // namespace
+
+TEST_CASE("copy_bytes copies exactly the bytes asked for, at every gap near a 4 KiB multiple") {
+  // The destination 0-70 bytes above or below the source modulo 4 KiB (the 16-byte loop inside 64 of a multiple,
+  // memcpy outside), lengths around aliasing_min_bytes and odd tails.
+  std::vector<unsigned char> src(40000), dst(40000);
+  std::iota(src.begin(), src.end(), static_cast<unsigned char>(5));
+  const auto page = [](std::vector<unsigned char>& v) {
+    const auto at = reinterpret_cast<std::uintptr_t>(v.data());
+    return v.data() + (4096 - at % 4096) % 4096;
+  };
+  unsigned char* const s0 = page(src) + 4096;  // room below for negative gaps
+  unsigned char* const d0 = page(dst);
+  for (std::size_t bytes : {std::size_t{0}, std::size_t{7}, std::size_t{2047}, std::size_t{2048}, std::size_t{2049},
+                            std::size_t{4096 + 13}, std::size_t{20000}}) {
+    for (long gap = -70; gap <= 70; ++gap) {
+      // dst - src == gap (mod 4096): the destination 4 KiB + gap bytes into dst's pages, the source 4 KiB into src's.
+      unsigned char* const d = d0 + 4096 + gap;
+      const unsigned char* const s = s0;
+      std::fill(dst.begin(), dst.end(), static_cast<unsigned char>(0xEE));
+      copy_bytes(d, s, bytes);
+      INFO("bytes " << bytes << " gap " << gap);
+      REQUIRE(std::memcmp(d, s, bytes) == 0);
+      REQUIRE(std::all_of(dst.data(), d, [](unsigned char c) { return c == 0xEE; }));
+      REQUIRE(std::all_of(d + bytes, dst.data() + dst.size(), [](unsigned char c) { return c == 0xEE; }));
+    }
+  }
+}
 
 TEST_CASE("copy_box with and without streaming stores matches an element-by-element copy") {
   std::mt19937_64 rng(5);

@@ -154,7 +154,7 @@ TEST_CASE("random destinations, row widths 1 and 7, zero-row devices", "[migrate
 }
 
 TEST_CASE("destinations in runs: most rows stay, or move in blocks, to local and remote devices", "[migrate]") {
-  // Runs of one destination are counted and copied run by run (long_runs); rows bound for other processes go
+  // Runs of one destination are counted and copied run by run; rows bound for other processes go
   // through a send buffer holding only them.
   std::mt19937_64 rng(14);
   for (int k = 0; k < 6; ++k) {
@@ -176,6 +176,27 @@ TEST_CASE("destinations in runs: most rows stay, or move in blocks, to local and
     };
     migrate_case<double>(mesh, rng(), 8, max_rows_for(8, sizeof(double)), few);
     migrate_case<float>(mesh, rng(), 3, 300, few);
+  }
+}
+
+TEST_CASE("destinations whose runs end partway: long runs then scattered rows, and the reverse", "[migrate]") {
+  // The count goes run by run while the runs are long and row by row from where they prove short; the scatter then
+  // takes the whole chunk row by row. Both orders, with the switch at varying rows.
+  std::mt19937_64 rng(15);
+  for (int k = 0; k < 6; ++k) {
+    const Mesh mesh = darray::testing::random_mesh(rng, devices(), 0, true);
+    const auto& devs = mesh.devices();
+    const uint64_t salt = rng();
+    const auto cut = static_cast<uint64_t>(rng() % 200);
+    for (const bool runs_first : {true, false}) {
+      const std::function<int(const double*)> mixed = [&](const double* row) {
+        const auto id = static_cast<uint64_t>(row[0]);
+        if ((id % 1000000 < cut) == runs_first) return static_cast<int>(row[1]);
+        return devs[(id * 2654435761u + salt) % devs.size()].id;
+      };
+      INFO("first " << cut << " rows " << (runs_first ? "stay" : "scatter"));
+      migrate_case<double>(mesh, rng(), 7, 400, mixed);
+    }
   }
 }
 

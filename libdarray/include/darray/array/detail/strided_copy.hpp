@@ -127,7 +127,7 @@ inline CopyGeometry simplify(const CopyGeometry& in) {
   return g;
 }
 
-// Host copy of a simplified geometry: memcpy (or streaming stores) of the inner run where both sides are
+// Host copy of a simplified geometry: copy_bytes (or streaming stores) of the inner run where both sides are
 // contiguous along it, an element loop otherwise (always an element loop for CopyOp::add).
 template <class T, CopyOp Op = CopyOp::assign>
 void strided_copy_host(const T* src, T* dst, const CopyGeometry& g, bool streaming) {
@@ -145,7 +145,7 @@ void strided_copy_host(const T* src, T* dst, const CopyGeometry& g, bool streami
       if (streaming)
         stream_copy(t, s, run_bytes);
       else
-        std::memcpy(static_cast<void*>(t), static_cast<const void*>(s), run_bytes);
+        copy_bytes(static_cast<void*>(t), static_cast<const void*>(s), run_bytes);
     } else {
       const int64_t a = g.src_stride[inner], b = g.dst_stride[inner];
       if constexpr (Op == CopyOp::add)

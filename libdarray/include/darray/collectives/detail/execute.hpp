@@ -228,8 +228,8 @@ bool reduce_in_result_blocks(const Exec& space, const CollectivePlan& plan, cons
     T* dst = out[c.target].data.data();
     const T* src = first[static_cast<std::size_t>(c.source)];
     if (dst != src)
-      std::memcpy(static_cast<void*>(dst), static_cast<const void*>(src),
-                  static_cast<std::size_t>(volume(c.extent)) * sizeof(T));
+      copy_bytes(static_cast<void*>(dst), static_cast<const void*>(src),
+                 static_cast<std::size_t>(volume(c.extent)) * sizeof(T));
   }
   return true;
 }

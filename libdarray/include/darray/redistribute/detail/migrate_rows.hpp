@@ -45,7 +45,11 @@ template <class T, class M>
 struct SortedRows {
   Kokkos::View<T**, Kokkos::LayoutRight, M> rows;
   std::vector<int64_t> remote_first;
-  std::vector<unsigned char> runs;  // host: whether chunk c goes run by run (long_runs), decided by the count
+  // Host: how many runs of one destination chunk c holds, their ends at run_ends(c * run_capacity + r), found by
+  // the count and used again by the scatter; 0 when the chunk goes row by row (its destinations change too often).
+  std::vector<int64_t> runs;
+  Kokkos::View<int64_t*, Kokkos::HostSpace> run_ends;
+  int64_t run_capacity = 0;
   Kokkos::View<int64_t*, M> slots;
   int64_t chunks = 0, per_chunk = 0;
   std::vector<int64_t> starts;
@@ -56,15 +60,14 @@ struct SortedRows {
 enum class MigrateError : int64_t { none = 0, dest_count = 1, dest_extent = 2, destination = 3 };
 inline constexpr std::size_t migrate_header_words = 4;  // code, then three values the message names
 
-// On the host, whether rows [begin, end) come in runs of one destination, 4 rows long on average or more (particles
-// that mostly stay, or rows sorted by owner): the sort then counts and copies run by run. Scattered destinations
-// go row by row, as a loop over short runs would mispredict a branch per row (measured: 2.5x the time).
-template <class View>
-bool long_runs(const View& dest, int64_t begin, int64_t end) {
-  int64_t changes = 0;
-  for (int64_t i = begin + 1; i < end; ++i) changes += dest(i) != dest(i - 1) ? 1 : 0;
-  return 4 * (changes + 1) <= end - begin;
-}
+// On the host, rows go run by run while their runs of one destination are 4 rows long on average or more
+// (particles that mostly stay, or rows sorted by owner): a run is one counter update and one copy. Scattered
+// destinations go row by row, as a loop over short runs would mispredict a branch per row (measured: 2.5x the time);
+// a chunk switches for good once its runs so far average under 4 rows (after a grace of run_grace runs).
+inline constexpr int64_t run_grace = 16;
+
+// The most runs a chunk of `rows` rows stores before it switches to row by row.
+inline int64_t run_capacity_of(int64_t rows) { return rows / 4 + run_grace + 1; }
 
 // The end (at most `end`) of the run of rows from row i on with row i's destination; four per SSE2 compare.
 template <class View>
@@ -128,26 +131,23 @@ SortedRows<T, M> order_rows(const Kokkos::View<T**, Kokkos::LayoutRight, M>& row
   const int64_t ids = static_cast<int64_t>(table.extent(0));
   out.first_invalid = n;
   if constexpr (host_execution_space_v<Exec>) {
-    // Host: a run of rows with one destination is one counter update (an update per row chains through memory).
+    // Host: one scan of the destinations per chunk finds its runs (stored for the scatter) and counts them, a run
+    // one counter update (an update per row chains through memory), until the runs prove short; the rest of the
+    // chunk is then counted row by row, and the scatter goes row by row over the whole chunk.
     out.runs.assign(static_cast<std::size_t>(chunks), 0);
-    unsigned char* const runs = out.runs.data();
+    out.run_capacity = run_capacity_of(per_chunk);
+    out.run_ends = cached_view<Kokkos::View<int64_t*, Kokkos::HostSpace>>(
+        "darray::migrate runs", static_cast<std::size_t>(chunks * out.run_capacity));
+    int64_t* const runs = out.runs.data();
+    int64_t* const run_ends = out.run_ends.data();
+    const int64_t capacity = out.run_capacity;
     Kokkos::parallel_reduce(
         "darray::migrate count", Policy(0, chunks),
         [=](const int64_t c, int64_t& bad) {
           const int64_t begin = c * per_chunk, end = std::min(n, begin + per_chunk);
-          runs[c] = long_runs(dest, begin, end) ? 1 : 0;
-          if (!runs[c]) {
-            for (int64_t i = begin; i < end; ++i) {
-              const int id = dest(i);
-              const int k = id >= 0 && id < ids ? table(id) : -1;
-              if (k < 0)
-                bad = std::min(bad, i);
-              else
-                slots(k * chunks + c) += 1;
-            }
-            return;
-          }
-          for (int64_t i = begin; i < end;) {
+          int64_t* const ends = run_ends + c * capacity;
+          int64_t r = 0, i = begin;
+          while (i < end && 4 * r <= i - begin + 4 * run_grace) {
             const int id = dest(i);
             const int64_t next = run_end(dest, i, end);
             const int k = id >= 0 && id < ids ? table(id) : -1;
@@ -155,7 +155,17 @@ SortedRows<T, M> order_rows(const Kokkos::View<T**, Kokkos::LayoutRight, M>& row
               bad = std::min(bad, i);
             else
               slots(k * chunks + c) += next - i;
+            ends[r++] = next;
             i = next;
+          }
+          runs[c] = i == end ? r : 0;
+          for (; i < end; ++i) {
+            const int id = dest(i);
+            const int k = id >= 0 && id < ids ? table(id) : -1;
+            if (k < 0)
+              bad = std::min(bad, i);
+            else
+              slots(k * chunks + c) += 1;
           }
         },
         Kokkos::Min<int64_t>(out.first_invalid));
@@ -222,10 +232,12 @@ void scatter_rows(const Kokkos::View<T**, Kokkos::LayoutRight, M>& rows, const K
     // Either every store of the scatter streams or none does: a plain store into a line that streaming stores are
     // filling costs far more than either (measured: a random scatter at 2x the time).
     const bool streaming = row_bytes % 8 == 0 && static_cast<std::size_t>(n) * row_bytes >= streaming_min_total_bytes;
-    const unsigned char* const runs = order.runs.data();
+    const int64_t* const runs = order.runs.data();
+    const int64_t* const run_ends = order.run_ends.data();
+    const int64_t capacity = order.run_capacity;
     Kokkos::parallel_for("darray::migrate scatter", policy, [=](const int64_t c) {
       const int64_t begin = c * per_chunk, end = std::min(n, begin + per_chunk);
-      if (!runs[c]) {
+      if (runs[c] == 0) {
         for (int64_t i = begin; i < end; ++i) {
           const int k = table(dest(i));
           const int64_t place = slots(k * chunks + c)++;
@@ -233,8 +245,9 @@ void scatter_rows(const Kokkos::View<T**, Kokkos::LayoutRight, M>& rows, const K
           copy_small(to, rows.data() + i * width, row_bytes, streaming);
         }
       } else {
-        for (int64_t i = begin; i < end;) {
-          const int64_t next = run_end(dest, i, end);
+        const int64_t* const ends = run_ends + c * capacity;
+        for (int64_t r = 0, i = begin; r < runs[c]; ++r) {
+          const int64_t next = ends[r];
           const int k = table(dest(i));
           const int64_t place = slots(k * chunks + c);
           slots(k * chunks + c) = place + (next - i);
@@ -243,7 +256,7 @@ void scatter_rows(const Kokkos::View<T**, Kokkos::LayoutRight, M>& rows, const K
           if (streaming)
             copy_small(to, rows.data() + i * width, bytes, true);
           else
-            std::memcpy(to, rows.data() + i * width, bytes);
+            copy_bytes(to, rows.data() + i * width, bytes);
           i = next;
         }
       }
