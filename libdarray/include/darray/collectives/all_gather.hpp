@@ -24,7 +24,7 @@ std::shared_ptr<const CollectivePlan> all_gather_plan(const DistributedArray<T, 
   constexpr const char* api = "all_gather";
   check_collective_call(
       api, a, [&] { return "\"" + axis + "\", dim=" + std::to_string(dim) + (stacked ? ", stacked" : ", tiled"); });
-  const int x = resolve_axes(api, a.sharding().mesh(), {axis})[0];
+  const int x = resolve_axis(api, a.sharding().mesh(), axis);
   const int d = normalize_dim(api, "dim", dim, stacked ? N + 1 : N);
   const auto code = stacked ? CollectiveCode::all_gather_stacked : CollectiveCode::all_gather;
   return cached_plan(PlanKey{static_cast<int>(code), a.sharding(), a.shape(), {x, d}},

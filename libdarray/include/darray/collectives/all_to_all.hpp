@@ -30,7 +30,7 @@ std::shared_ptr<const CollectivePlan> all_to_all_plan(const DistributedArray<T, 
   detail::check_collective_call(api, a, [&] {
     return "\"" + axis + "\", split_dim=" + std::to_string(split_dim) + ", concat_dim=" + std::to_string(concat_dim);
   });
-  const int x = detail::resolve_axes(api, a.sharding().mesh(), {axis})[0];
+  const int x = detail::resolve_axis(api, a.sharding().mesh(), axis);
   const int s = detail::normalize_dim(api, "split_dim", split_dim, N);
   const int c = detail::normalize_dim(api, "concat_dim", concat_dim, N);
   auto plan = cached_plan(

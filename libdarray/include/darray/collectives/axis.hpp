@@ -38,15 +38,22 @@ inline constexpr stacked_t stacked{};
 
 namespace detail {
 
+// Mesh position of a named axis. Throws when the name is unknown. The single-axis collectives call it per call:
+// no list is built.
+inline int resolve_axis(const char* api, const Mesh& mesh, const std::string& name) {
+  const int a = mesh.find_axis(name);
+  DARRAY_THROW_IF(a < 0, InvalidArgument, api,
+                  "mesh axis \"" << name << "\" not found; mesh axes are " << quoted_list(mesh.axis_names()));
+  return a;
+}
+
 // Mesh positions of named axes, in the given order. Throws when a name is unknown, repeated, or none is given.
 inline std::vector<int> resolve_axes(const char* api, const Mesh& mesh, const std::vector<std::string>& names) {
   DARRAY_THROW_IF(names.empty(), InvalidArgument, api,
                   "no mesh axis given; expected one or more of " << quoted_list(mesh.axis_names()));
   std::vector<int> axes;
   for (std::size_t k = 0; k < names.size(); ++k) {
-    const int a = mesh.find_axis(names[k]);
-    DARRAY_THROW_IF(a < 0, InvalidArgument, api,
-                    "mesh axis \"" << names[k] << "\" not found; mesh axes are " << quoted_list(mesh.axis_names()));
+    const int a = resolve_axis(api, mesh, names[k]);
     for (std::size_t j = 0; j < k; ++j)
       DARRAY_THROW_IF(
           names[j] == names[k], InvalidArgument, api,

@@ -27,7 +27,7 @@ std::shared_ptr<const CollectivePlan> ppermute_plan(const DistributedArray<T, N,
   constexpr const char* api = "ppermute";
   detail::check_collective_call(api, a,
                                 [&] { return std::string("\"" + axis + "\", perm=" + detail::perm_text(perm)); });
-  const int x = detail::resolve_axes(api, a.sharding().mesh(), {axis})[0];
+  const int x = detail::resolve_axis(api, a.sharding().mesh(), axis);
   std::vector<int64_t> params{x};
   std::vector<std::pair<int64_t, int64_t>> pairs;
   for (const auto& [from, to] : perm) {

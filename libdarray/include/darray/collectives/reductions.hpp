@@ -24,8 +24,8 @@ std::shared_ptr<const CollectivePlan> reduction_plan(CollectiveCode code, Reduce
   const char* api = to_string(op);
   check_collective_call(api, a, [&] { return quoted_list(axes.names()); });
   const std::vector<int> positions = resolve_axes(api, a.sharding().mesh(), axes.names());
-  const std::vector<int64_t> params(positions.begin(), positions.end());
-  return cached_plan(PlanKey{static_cast<int>(code), a.sharding(), a.shape(), params},
+  return cached_plan(PlanKey{static_cast<int>(code), a.sharding(), a.shape(),
+                             std::vector<int64_t>(positions.begin(), positions.end())},
                      [&] { return build_reduce_plan(api, a.sharding(), a.shape(), positions, -1); });
 }
 

@@ -145,8 +145,10 @@ class HaloExchange {
                                                          dtype_name<T>());
     Exec space;
     space.fence();  // kernels may still be writing the blocks
-    for (const Fill& f : m_fills) detail::fill_region(space, shards[f.slot].data.data(), f.geometry, m_fill);
-    space.fence();  // the phases send cells next to the ones the fills wrote
+    if (!m_fills.empty()) {
+      for (const Fill& f : m_fills) detail::fill_region(space, shards[f.slot].data.data(), f.geometry, m_fill);
+      space.fence();  // the phases send cells next to the ones the fills wrote
+    }
     set_buffers(shards);
     // Phase after phase: a later dim's pieces carry the corners an earlier phase filled.
     for (const auto& engine : m_engines) engine->run<T, M>(m_src, m_dst, m_buffers);

@@ -137,6 +137,13 @@ void strided_copy_host(const T* src, T* dst, const CopyGeometry& g, bool streami
   if (run == 0) return;
   const bool contiguous = Op == CopyOp::assign && g.src_stride[inner] == 1 && g.dst_stride[inner] == 1;
   const std::size_t run_bytes = static_cast<std::size_t>(run) * sizeof(T);
+  if (contiguous && g.rank == 1) {  // one run (a halo slab, a block's rows): no counters
+    if (streaming)
+      stream_copy(dst + g.dst_offset, src + g.src_offset, run_bytes);
+    else
+      copy_bytes(static_cast<void*>(dst + g.dst_offset), static_cast<const void*>(src + g.src_offset), run_bytes);
+    return;
+  }
   int64_t counter[max_copy_rank] = {};
   const T* s = src + g.src_offset;
   T* t = dst + g.dst_offset;
