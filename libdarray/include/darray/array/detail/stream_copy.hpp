@@ -25,6 +25,26 @@ inline constexpr std::size_t streaming_min_run_bytes = 256;
 // is evicted before it is read again anyway.
 inline constexpr std::size_t streaming_min_total_bytes = std::size_t{16} << 20;
 
+#if DARRAY_HAS_STREAMING_STORES
+// The first n bytes of [0, bytes), n the largest multiple of 64 that fits, copied in 16-byte loads and 16-byte
+// stores (streaming ones when Stream, into a 16-byte aligned d); returns n.
+template <bool Stream>
+inline std::size_t copy_64_byte_blocks(unsigned char* d, const unsigned char* s, std::size_t bytes) {
+  std::size_t i = 0;
+  for (; i + 64 <= bytes; i += 64) {
+    __m128i v[4];
+    for (int k = 0; k < 4; ++k) v[k] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + 16 * k));
+    for (int k = 0; k < 4; ++k) {
+      if constexpr (Stream)
+        _mm_stream_si128(reinterpret_cast<__m128i*>(d + i + 16 * k), v[k]);
+      else
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i + 16 * k), v[k]);
+    }
+  }
+  return i;
+}
+#endif
+
 inline void stream_copy(void* dst, const void* src, std::size_t bytes) {
 #if DARRAY_HAS_STREAMING_STORES
   if (bytes < streaming_min_run_bytes) {
@@ -39,17 +59,7 @@ inline void stream_copy(void* dst, const void* src, std::size_t bytes) {
   d += head;
   s += head;
   bytes -= head;
-  std::size_t i = 0;
-  for (; i + 64 <= bytes; i += 64) {
-    const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i));
-    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + 16));
-    const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + 32));
-    const __m128i e = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + 48));
-    _mm_stream_si128(reinterpret_cast<__m128i*>(d + i), a);
-    _mm_stream_si128(reinterpret_cast<__m128i*>(d + i + 16), b);
-    _mm_stream_si128(reinterpret_cast<__m128i*>(d + i + 32), c);
-    _mm_stream_si128(reinterpret_cast<__m128i*>(d + i + 48), e);
-  }
+  const std::size_t i = copy_64_byte_blocks<true>(d, s, bytes);
   std::memcpy(d + i, s + i, bytes - i);
 #else
   std::memcpy(dst, src, bytes);
@@ -71,17 +81,7 @@ inline void copy_bytes(void* dst, const void* src, std::size_t bytes) {
   if (bytes >= aliasing_min_bytes && gap != 0 && (gap < 64 || gap > 4096 - 64)) {
     auto* d = static_cast<unsigned char*>(dst);
     const auto* s = static_cast<const unsigned char*>(src);
-    std::size_t i = 0;
-    for (; i + 64 <= bytes; i += 64) {
-      const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i));
-      const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + 16));
-      const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + 32));
-      const __m128i e = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + 48));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i), a);
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i + 16), b);
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i + 32), c);
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i + 48), e);
-    }
+    const std::size_t i = copy_64_byte_blocks<false>(d, s, bytes);
     std::memcpy(d + i, s + i, bytes - i);
     return;
   }
