@@ -137,11 +137,14 @@ void strided_copy_host(const T* src, T* dst, const CopyGeometry& g, bool streami
   if (run == 0) return;
   const bool contiguous = Op == CopyOp::assign && g.src_stride[inner] == 1 && g.dst_stride[inner] == 1;
   const std::size_t run_bytes = static_cast<std::size_t>(run) * sizeof(T);
-  if (contiguous && g.rank == 1) {  // one run (a halo slab, a block's rows): no counters
+  const auto copy_run = [&](T* t, const T* s) {
     if (streaming)
-      stream_copy(dst + g.dst_offset, src + g.src_offset, run_bytes);
+      stream_copy(t, s, run_bytes);
     else
-      copy_bytes(static_cast<void*>(dst + g.dst_offset), static_cast<const void*>(src + g.src_offset), run_bytes);
+      copy_bytes(static_cast<void*>(t), static_cast<const void*>(s), run_bytes);
+  };
+  if (contiguous && g.rank == 1) {  // one run (a halo slab, a block's rows): no counters
+    copy_run(dst + g.dst_offset, src + g.src_offset);
     return;
   }
   int64_t counter[max_copy_rank] = {};
@@ -149,10 +152,7 @@ void strided_copy_host(const T* src, T* dst, const CopyGeometry& g, bool streami
   T* t = dst + g.dst_offset;
   while (true) {
     if (contiguous) {
-      if (streaming)
-        stream_copy(t, s, run_bytes);
-      else
-        copy_bytes(static_cast<void*>(t), static_cast<const void*>(s), run_bytes);
+      copy_run(t, s);
     } else {
       const int64_t a = g.src_stride[inner], b = g.dst_stride[inner];
       if constexpr (Op == CopyOp::add)
