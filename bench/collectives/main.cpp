@@ -193,34 +193,22 @@ int main(int argc, char** argv) {
       if (root) print_row(r);
     }
   // What a reduction's always-on mismatch check costs (comm/detail/same_reduction.hpp): the raw MPI_Allreduce of a
-  // block, against what psum does with the same bytes, timed in the same run: up to 64 KiB the record exchange that
-  // carries fingerprint and data (copied in and out), beyond a record without data then the same MPI_Allreduce.
+  // block, against what psum does with the same bytes (reduce_with_fingerprint), timed in the same run: up to 64 KiB
+  // one record exchange per doubling step carrying fingerprint and data, up to 1 MiB a reduce-scatter and allgather
+  // whose messages carry it, beyond a record without data then the same MPI_Allreduce.
   if (np > 1 && std::find(ops.begin(), ops.end(), "psum") != ops.end()) {
     if (root)
       std::printf("\nreduction fingerprint: %10s %11s %13s %9s %9s\n", "B", "raw[us]", "checked[us]", "ratio",
                   "(median)");
     for (const std::size_t size : sizes) {
       const auto n = std::max<std::size_t>(1, size / 8);
-      std::vector<double> in(n, 1.0), out(n);
+      std::vector<double> in(n, 1.0), out_words(n + 64);
+      double* const out_data = out_words.data() + 40;
       const int calls = calls_for(size);
-      auto raw = [&] {
-        MPI_Allreduce(in.data(), out.data(), static_cast<int>(n), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-      };
-      const bool carried = n * 8 <= detail::record_max_payload_bytes;
-      std::vector<std::max_align_t> words((detail::record_header_bytes + n * 8) / sizeof(std::max_align_t) + 1);
-      char* record = reinterpret_cast<char*>(words.data());
+      auto raw = [&] { MPI_Allreduce(in.data(), out_data, static_cast<int>(n), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD); };
       auto checked = [&] {
-        detail::write_record_header(record, 12345);
-        if (!carried) {
-          detail::combine_records(MPI_COMM_WORLD, record, detail::record_header_bytes, "bench",
-                                  [](const char*, char*, std::size_t) {});
-          raw();
-          return;
-        }
-        std::memcpy(record + detail::record_header_bytes, in.data(), n * 8);
-        detail::combine_records(MPI_COMM_WORLD, record, detail::record_header_bytes + n * 8, "bench",
-                                &detail::combine_record_payload<double, detail::ReduceOp::sum>);
-        std::memcpy(out.data(), record + detail::record_header_bytes, n * 8);
+        detail::reduce_with_fingerprint(MPI_COMM_WORLD, 12345, in.data(), out_data, n, 8, MPI_DOUBLE, MPI_SUM, "bench",
+                                        &detail::combine_record_payload<double, detail::ReduceOp::sum>);
       };
       Stats a, b;
       for (int round = 0; round < 3; ++round) {  // alternated, so drifts of a shared machine hit both alike

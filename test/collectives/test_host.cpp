@@ -231,3 +231,55 @@ TEST_CASE("order keys: an integer max/min of the keys is a NaN-propagating max/m
   check_order_keys<float>();
   check_order_keys<double>();
 }
+
+// A reduction across processes takes one of three paths by its block's bytes (comm/detail/same_reduction.hpp):
+// records up to 16 KiB, reduce-scatter then allgather up to 1 MiB (halves that split unevenly, process counts that
+// are not powers of two), a record then the data's MPI_Allreduce beyond. Sums of global indices are exact, so every
+// element is checked for equality, and a NaN on either side of every halving survives pmax.
+TEST_CASE("psum and pmax of blocks of every size class across processes: exact sums, NaN kept") {
+  const int n = device_count();
+  const Mesh mesh = make_mesh({n}, {"i"});
+  const NamedSharding line(mesh, P("i"));
+  for (const int64_t per :
+       {int64_t{2048}, int64_t{2049}, int64_t{8193}, int64_t{131071}, int64_t{131072}, int64_t{131073}}) {
+    INFO("elements per device " << per);
+    const auto a = iota<double, 1>({n * per}, line);
+    const auto s = psum(a, "i");
+    // Element j of the sum: sum over devices d of d * per + j.
+    const double base = static_cast<double>(per) * n * (n - 1) / 2;
+    bool ok = s.shape() == Shape{per};
+    for (const auto& sh : s.addressable_shards()) {
+      const auto h = to_host(sh.data);
+      for (int64_t j = 0; j < per; ++j) ok = ok && h[static_cast<std::size_t>(j)] == base + static_cast<double>(n) * j;
+    }
+    REQUIRE(all_ok(ok));
+    const auto f = iota<float, 1>({n * per}, line);  // 4-byte elements: halves at other byte boundaries
+    const auto sf = psum(f, "i");
+    bool okf = true;
+    for (const auto& sh : sf.addressable_shards()) {
+      const auto h = to_host(sh.data);
+      for (int64_t j = 0; j < per; j += 7)
+        okf = okf && h[static_cast<std::size_t>(j)] == static_cast<float>(base + static_cast<double>(n) * j);
+    }
+    REQUIRE(all_ok(okf));
+    // NaN at position 1 of the first device and at the last position of the last one.
+    auto b = iota<double, 1>({n * per}, line);
+    for (const auto& sh : b.addressable_shards()) {
+      if (sh.device.id != 0 && sh.device.id != n - 1) continue;
+      auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), sh.data);
+      if (sh.device.id == 0) h(1) = std::numeric_limits<double>::quiet_NaN();
+      if (sh.device.id == n - 1) h(per - 1) = std::numeric_limits<double>::quiet_NaN();
+      Kokkos::deep_copy(sh.data, h);
+    }
+    const auto m = pmax(b, "i");
+    bool okm = true;
+    for (const auto& sh : m.addressable_shards()) {
+      const auto h = to_host(sh.data);
+      for (int64_t j = 0; j < per; ++j) {
+        const double v = h[static_cast<std::size_t>(j)];
+        okm = okm && (j == 1 || j == per - 1 ? v != v : v == static_cast<double>((n - 1) * per + j));
+      }
+    }
+    REQUIRE(all_ok(okm));
+  }
+}

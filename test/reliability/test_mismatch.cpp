@@ -108,8 +108,9 @@ TEST_CASE("all_gather of float32 here and int32 on the last process: an error on
 TEST_CASE("psum of int64 here and float64 on the last process: an error on every process, not garbage") {
   const Mesh mesh = make_mesh({device_count()}, {"x"});
   const NamedSharding line(mesh, P{"x"});
-  // 8 B and 64 KiB per device: the fingerprint inside the data's allreduce; 256 KiB: a fingerprint allreduce first.
-  for (const int64_t per_device : {int64_t(1), int64_t(8192), int64_t(32768)}) {
+  // The fingerprint rides with the data: 8 B and 16 KiB per device in records, 64 KiB and 1 MiB in the messages of a
+  // reduce-scatter; just above 1 MiB a record without data, then the data's allreduce.
+  for (const int64_t per_device : {int64_t(1), int64_t(2048), int64_t(8192), int64_t(131072), int64_t(131073)}) {
     INFO("elements per device = " << per_device);
     const int64_t n = per_device * device_count();
     require_mismatch_between([&] { (void)psum(iota<double, 1>({n}, line), "x"); },
@@ -129,13 +130,16 @@ TEST_CASE("psum of int64 here and float64 on the last process: an error on every
   REQUIRE(all_ok(ok));
 }
 
-// Another length: the same element type and operation, but a block of another size on the last process, small
-// (the fingerprint rides in the data's allreduce) and large (its own allreduce first).
+// Another length: the same element type and operation, but a block of another size on the last process, on each
+// path and across the boundaries between them (another number of messages per step, longer messages than the others
+// posted for).
 TEST_CASE("psum of another length on the last process: an error on every process") {
   const Mesh mesh = make_mesh({device_count()}, {"x"});
   const NamedSharding line(mesh, P{"x"});
-  // 8192 here and 8193 there: 64 KiB (fused) against just above it (a fingerprint allreduce first).
-  for (const int64_t per_device : {int64_t(3), int64_t(4), int64_t(1000), int64_t(8192), int64_t(40000)}) {
+  // 2048 here and 2049 there: 16 KiB in records against a reduce-scatter; 131072 and 131073: a reduce-scatter of
+  // 1 MiB against a record without data followed by an allreduce.
+  for (const int64_t per_device :
+       {int64_t(3), int64_t(4), int64_t(1000), int64_t(2048), int64_t(8192), int64_t(40000), int64_t(131072)}) {
     INFO("elements per device here = " << per_device);
     const int64_t n = per_device * device_count(), n_last = (per_device + 1) * device_count();
     require_mismatch_between([&] { (void)psum(iota<double, 1>({n_last}, line), "x"); },

@@ -78,10 +78,11 @@ KOKKOS_INLINE_FUNCTION T combine_one(const T& d, const T& s) {
     return combine_min(d, s);
 }
 
-// dst[i] = op(dst[i], src[i]) for `count` elements on the host: the record payloads and the MPI user operation.
+// dst[i] = op(a[i], b[i]) for `count` elements on the host (dst may be a): the record payloads and the MPI user
+// operation.
 template <class R, ReduceOp Op>
-void combine_elements(const R* src, R* dst, std::size_t count) {
-  for (std::size_t i = 0; i < count; ++i) dst[i] = combine_one<Op>(dst[i], src[i]);
+void combine_elements(const R* a, const R* b, R* dst, std::size_t count) {
+  for (std::size_t i = 0; i < count; ++i) dst[i] = combine_one<Op>(a[i], b[i]);
 }
 
 // The user-defined MPI operation `Fn` (commutative), created on first use and freed when the Environment ends.
@@ -102,7 +103,8 @@ MPI_Op cached_user_op() {
 // operation does: a NaN operand wins, otherwise the larger (max) or smaller value.
 template <class R, ReduceOp Op>
 void nan_propagating_combine(void* in, void* inout, int* len, MPI_Datatype*) {
-  combine_elements<R, Op>(static_cast<const R*>(in), static_cast<R*>(inout), static_cast<std::size_t>(*len));
+  R* const dst = static_cast<R*>(inout);
+  combine_elements<R, Op>(dst, static_cast<const R*>(in), dst, static_cast<std::size_t>(*len));
 }
 
 // The MPI operation reducing elements of type T (complex: its real lanes) under op. Floating-point max and min
@@ -117,10 +119,12 @@ MPI_Op mpi_reduce_op(ReduceOp op) {
   return op == ReduceOp::max ? MPI_MAX : MPI_MIN;
 }
 
-// A reduction record's payload (elements of R, comm/detail/same_reduction.hpp) combined into another's under Op.
+// Two reduction records' payloads (elements of R, comm/detail/same_reduction.hpp) combined under Op into dst (which
+// may be a).
 template <class R, ReduceOp Op>
-void combine_record_payload(const char* in, char* inout, std::size_t bytes) {
-  combine_elements<R, Op>(reinterpret_cast<const R*>(in), reinterpret_cast<R*>(inout), bytes / sizeof(R));
+void combine_record_payload(const char* a, const char* b, char* dst, std::size_t bytes) {
+  combine_elements<R, Op>(reinterpret_cast<const R*>(a), reinterpret_cast<const R*>(b), reinterpret_cast<R*>(dst),
+                          bytes / sizeof(R));
 }
 
 // Floating-point values as unsigned integers of the same size in the same order (IEEE 754 bits: negative values'

@@ -132,34 +132,18 @@ void check_same_reduction_of(MPI_Comm comm, ReduceOp op, const CollectivePlan& p
 }
 
 // The reduction across the processes of comm of the plan's slot elements at data (host memory; from send when it is
-// not null, else in place), after the processes checked that they reduce the same. Up to record_max_payload_bytes
-// (64 KiB) the data travels in the fingerprint's own record exchange (combine_records: one exchange per doubling
-// step, as MPI_Allreduce's for small messages; psum against the plain MPI_Allreduce, Open MPI 4.1, 2 processes:
-// 0.64-0.67x at 16 KiB, 1.01-1.04x at 64 KiB, while records carrying 128 KiB-1 MiB cost 1.17-1.46x); beyond, a
-// record without payload, then the data's MPI_Allreduce. Collective over comm.
+// not null, else in place), the fingerprint riding with the data (reduce_with_fingerprint: records up to 1 MiB, then
+// the data's MPI_Allreduce); on a mismatch every process throws the same InvalidArgument. Collective over comm.
 template <class T>
 void reduce_across(MPI_Comm comm, const T* send, T* data, ReduceOp op, const CollectivePlan& plan) {
-  const std::size_t count = static_cast<std::size_t>(plan.slot_elements) * ReduceScalar<T>::lanes;
   using R = typename ReduceScalar<T>::type;
-  const std::size_t payload = count * sizeof(R);
-  if (payload > record_max_payload_bytes) {
-    check_same_reduction_of<T>(comm, op, plan);
-    allreduce(comm, send != nullptr ? static_cast<const void*>(send) : MPI_IN_PLACE, data, count,
-              mpi_reduce_datatype<T>(), mpi_reduce_op<T>(op));
-    return;
-  }
-  static thread_local std::vector<std::max_align_t> words;
-  const std::size_t bytes = record_header_bytes + payload;
-  words.resize((bytes + sizeof(std::max_align_t) - 1) / sizeof(std::max_align_t));
-  char* record = reinterpret_cast<char*>(words.data());
-  write_record_header(record, reduction_fingerprint<T>(op, plan));
-  std::memcpy(record + record_header_bytes, send != nullptr ? send : data, payload);
   const auto combine = op == ReduceOp::sum   ? &combine_record_payload<R, ReduceOp::sum>
                        : op == ReduceOp::max ? &combine_record_payload<R, ReduceOp::max>
                                              : &combine_record_payload<R, ReduceOp::min>;
-  if (!combine_records(comm, record, bytes, "collective reduction", combine))
+  if (!reduce_with_fingerprint(comm, reduction_fingerprint<T>(op, plan), send != nullptr ? send : data, data,
+                               static_cast<std::size_t>(plan.slot_elements) * ReduceScalar<T>::lanes, sizeof(R),
+                               mpi_reduce_datatype<T>(), mpi_reduce_op<T>(op), "collective reduction", combine))
     throw_other_reduction(comm, "collective reduction", describe_reduction<T>(op, plan));
-  std::memcpy(static_cast<void*>(data), record + record_header_bytes, payload);
 }
 
 // dst = the combination of the slot's local blocks (the identity when it has none). Not fenced.
