@@ -194,8 +194,8 @@ int main(int argc, char** argv) {
     }
   // What a reduction's always-on mismatch check costs (comm/detail/same_reduction.hpp): the raw MPI_Allreduce of a
   // block, against what psum does with the same bytes (reduce_with_fingerprint), timed in the same run: up to 64 KiB
-  // one record exchange per doubling step carrying fingerprint and data, up to 1 MiB a reduce-scatter and allgather
-  // whose messages carry it, beyond a record without data then the same MPI_Allreduce.
+  // one record exchange per doubling step carrying fingerprint and data, up to 16 MiB a reduce-scatter and
+  // allgather whose messages carry it, beyond a record without data then the same MPI_Allreduce.
   if (np > 1 && std::find(ops.begin(), ops.end(), "psum") != ops.end()) {
     if (root)
       std::printf("\nreduction fingerprint: %10s %11s %13s %9s %9s\n", "B", "raw[us]", "checked[us]", "ratio",

@@ -233,9 +233,10 @@ TEST_CASE("order keys: an integer max/min of the keys is a NaN-propagating max/m
 }
 
 // A reduction across processes takes one of three paths by its block's bytes (comm/detail/same_reduction.hpp):
-// records up to 16 KiB, reduce-scatter then allgather up to 1 MiB (halves that split unevenly, process counts that
-// are not powers of two), a record then the data's MPI_Allreduce beyond. Sums of global indices are exact, so every
-// element is checked for equality, and a NaN on either side of every halving survives pmax.
+// records up to 16 KiB, reduce-scatter then allgather up to 16 MiB (halves that split unevenly, process counts that
+// are not powers of two), a record then the data's MPI_Allreduce beyond (and beyond 16 KiB under
+// test_collectives_checked's DARRAY_MPI_MAX_MESSAGE_BYTES=4099, the chunked MPI_Allreduce). Sums of global indices are
+// exact, so every element is checked for equality, and a NaN on either side of every halving survives pmax.
 TEST_CASE("psum and pmax of blocks of every size class across processes: exact sums, NaN kept") {
   const int n = device_count();
   const Mesh mesh = make_mesh({n}, {"i"});

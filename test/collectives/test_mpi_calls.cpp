@@ -1,7 +1,7 @@
 // The collectives and reshard make no MPI call beyond their data exchange: after a warm-up call (plans,
 // communicators), a movement (all_gather, all_to_all, ppermute, reshard) runs no collective MPI operation at all
 // (point-to-point messages only), and a reduction (psum, pmax, psum_scatter) runs the record exchange of its
-// fingerprint (comm/detail/same_reduction.hpp: what makes a mismatch an error), which carries its data up to 1 MiB,
+// fingerprint (comm/detail/same_reduction.hpp: what makes a mismatch an error), which carries its data up to 16 MiB,
 // and beyond that one data allreduce. The
 // MPI entry points are wrapped here through the profiling interface (each forwards to PMPI_*), so every call the
 // library compiles into this executable is counted.
@@ -116,11 +116,11 @@ TEST_CASE(
   INFO("movements called " << describe(moves));
   REQUIRE(all_ok(moves.empty()));
 
-  // Up to 1 MiB the data travels in the fingerprint's record messages (point to point, no MPI_Allreduce): up to
-  // 16 KiB one record per doubling step, beyond a reduce-scatter then an allgather. Beyond 1 MiB: a record without
+  // Up to 16 MiB the data travels in the fingerprint's record messages (point to point, no MPI_Allreduce): up to
+  // 16 KiB one record per doubling step, beyond a reduce-scatter then an allgather. Beyond 16 MiB: a record without
   // data, then the data's allreduce.
   const auto middle = iota<double, 1>({nd * 9216}, by_i);  // 72 KiB per device
-  const auto big = iota<double, 1>({nd * 132096}, by_i);   // 1032 KiB per device
+  const auto big = iota<double, 1>({nd * 2098176}, by_i);  // 16 MiB + 8 KiB per device
   for (const auto* operand : {&middle, &big}) {            // warm-ups of the larger plans
     y4 = psum(*operand, "i");
     y5 = psum_scatter(*operand, "i", 0);

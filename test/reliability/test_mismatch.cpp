@@ -109,8 +109,8 @@ TEST_CASE("psum of int64 here and float64 on the last process: an error on every
   const Mesh mesh = make_mesh({device_count()}, {"x"});
   const NamedSharding line(mesh, P{"x"});
   // The fingerprint rides with the data: 8 B and 16 KiB per device in records, 64 KiB and 1 MiB in the messages of a
-  // reduce-scatter; just above 1 MiB a record without data, then the data's allreduce.
-  for (const int64_t per_device : {int64_t(1), int64_t(2048), int64_t(8192), int64_t(131072), int64_t(131073)}) {
+  // reduce-scatter; just above 16 MiB a record without data, then the data's allreduce.
+  for (const int64_t per_device : {int64_t(1), int64_t(2048), int64_t(8192), int64_t(131072), int64_t(2097153)}) {
     INFO("elements per device = " << per_device);
     const int64_t n = per_device * device_count();
     require_mismatch_between([&] { (void)psum(iota<double, 1>({n}, line), "x"); },
@@ -136,10 +136,10 @@ TEST_CASE("psum of int64 here and float64 on the last process: an error on every
 TEST_CASE("psum of another length on the last process: an error on every process") {
   const Mesh mesh = make_mesh({device_count()}, {"x"});
   const NamedSharding line(mesh, P{"x"});
-  // 2048 here and 2049 there: 16 KiB in records against a reduce-scatter; 131072 and 131073: a reduce-scatter of
-  // 1 MiB against a record without data followed by an allreduce.
+  // 2048 here and 2049 there: 16 KiB in records against a reduce-scatter; 2097152 and 2097153: a reduce-scatter of
+  // 16 MiB against a record without data followed by an allreduce.
   for (const int64_t per_device :
-       {int64_t(3), int64_t(4), int64_t(1000), int64_t(2048), int64_t(8192), int64_t(40000), int64_t(131072)}) {
+       {int64_t(3), int64_t(4), int64_t(1000), int64_t(2048), int64_t(8192), int64_t(40000), int64_t(2097152)}) {
     INFO("elements per device here = " << per_device);
     const int64_t n = per_device * device_count(), n_last = (per_device + 1) * device_count();
     require_mismatch_between([&] { (void)psum(iota<double, 1>({n_last}, line), "x"); },

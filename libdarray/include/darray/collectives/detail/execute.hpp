@@ -132,7 +132,7 @@ void check_same_reduction_of(MPI_Comm comm, ReduceOp op, const CollectivePlan& p
 }
 
 // The reduction across the processes of comm of the plan's slot elements at data (host memory; from send when it is
-// not null, else in place), the fingerprint riding with the data (reduce_with_fingerprint: records up to 1 MiB, then
+// not null, else in place), the fingerprint riding with the data (reduce_with_fingerprint: records up to 16 MiB, then
 // the data's MPI_Allreduce); on a mismatch every process throws the same InvalidArgument. Collective over comm.
 template <class T>
 void reduce_across(MPI_Comm comm, const T* send, T* data, ReduceOp op, const CollectivePlan& plan) {

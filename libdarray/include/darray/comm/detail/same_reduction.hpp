@@ -20,6 +20,7 @@
 
 #include "darray/comm/chunked_collectives.hpp"
 #include "darray/comm/detail/deadline.hpp"
+#include "darray/comm/limits.hpp"
 #include "darray/core/error.hpp"
 #include "darray/runtime/detail/mpi.hpp"
 
@@ -173,8 +174,10 @@ bool combine_records(MPI_Comm comm, char* record, std::size_t bytes, const char*
   return record_header_agrees(record);
 }
 
-// The largest payload reduce_in_records carries.
-constexpr std::size_t halving_max_payload_bytes = std::size_t(1) << 20;
+// The largest payload reduce_in_records carries (16 MiB; beyond, a record without data costs under 0.1% of the
+// data's MPI_Allreduce). Its receive buffer, kept per thread, grows to the largest record a call receives: the whole
+// payload at a process count that is not a power of two, half of it otherwise.
+constexpr std::size_t halving_max_payload_bytes = std::size_t(16) << 20;
 
 // Collective over comm: out = the combination over every process of its `count` elements of `elem_bytes` bytes at
 // send (send == out: in place), the fingerprint check of combine_records riding in the same messages. Rabenseifner's
@@ -183,13 +186,14 @@ constexpr std::size_t halving_max_payload_bytes = std::size_t(1) << 20;
 // data (no copy); then, only once every process agreed, an allgather by recursive doubling straight into out. Each
 // element is combined by one process, so every process gets the same bits. Against one record exchange carrying the
 // whole payload, half the bytes cross and half the elements are combined per process, and nothing is copied in or
-// out: with its header, 0.71-1.01x Open MPI 4.1's MPI_Allreduce from 64 KiB to 1 MiB at 2 processes (bench/README
-// "Reductions: the fingerprint rides with the data up to 1 MiB"). Message for message it matches combine_records while
-// the processes disagree (the allgather is skipped), and its receives take any record whole, so a process in
-// combine_records or in this function with another fingerprint or length sees a mismatch, never a hang or a truncation
-// error. combine is combine_records's. Payloads up to halving_max_payload_bytes. Returns whether every process passed
-// the same fingerprint and length, the same answer on every process; out holds no result when it is false (and, in
-// place, not the data either). Waits under DARRAY_TIMEOUT_S.
+// out: with its header, 0.7-1.0x Open MPI 4.1's MPI_Allreduce from 64 KiB to 8 MiB at 2 processes (bench/README
+// "Reductions: the fingerprint rides with the data up to 16 MiB"). Message for message it matches combine_records
+// while the processes disagree (the allgather is skipped), and its receives take any tag and count a longer message
+// than this call expects as a mismatch (truncation tolerated), so a process in combine_records or in this function
+// with another fingerprint or length sees a mismatch, never a hang or a truncation error. combine is combine_records's.
+// Payloads up to halving_max_payload_bytes. Returns whether every process passed the same fingerprint and length, the
+// same answer on every process; out holds no result when it is false (and, in place, not the data either). Waits under
+// DARRAY_TIMEOUT_S.
 template <class Combine>
 bool reduce_in_records(MPI_Comm comm, std::uint64_t fingerprint, const char* send, char* out, std::size_t count,
                        std::size_t elem_bytes, const char* api, Combine&& combine) {
@@ -205,9 +209,14 @@ bool reduce_in_records(MPI_Comm comm, std::uint64_t fingerprint, const char* sen
   }
   char header[record_header_bytes];
   write_record_header(header, fingerprint);
-  constexpr std::size_t max_bytes = record_header_bytes + halving_max_payload_bytes;
+  int pof2 = 1;
+  while (pof2 * 2 <= size) pof2 *= 2;
+  const int rem = size - pof2;
+  // The largest record this process receives: the whole payload when it pairs up (below), else the first half.
+  const std::size_t max_bytes = record_header_bytes + (rank < 2 * rem ? count : count - count / 2) * elem_bytes;
   static thread_local std::vector<std::max_align_t> words;
-  words.resize((max_bytes + sizeof(std::max_align_t) - 1) / sizeof(std::max_align_t));
+  if (words.size() * sizeof(std::max_align_t) < max_bytes)
+    words.resize((max_bytes + sizeof(std::max_align_t) - 1) / sizeof(std::max_align_t));
   char* in = reinterpret_cast<char*>(words.data());
   static thread_local std::vector<MPI_Request> requests;
   static thread_local std::vector<int> peers;  // named in a timeout's error
@@ -245,9 +254,6 @@ bool reduce_in_records(MPI_Comm comm, std::uint64_t fingerprint, const char* sen
     return record_header_agrees(header);
   };
   const char* mine = send;  // this process's partial result: the data until the first combination
-  int pof2 = 1;
-  while (pof2 * 2 <= size) pof2 *= 2;
-  const int rem = size - pof2;
   int vrank = rank - rem;
   if (rank < 2 * rem) {
     if (rank % 2 == 0) {
@@ -318,8 +324,9 @@ bool reduce_in_records(MPI_Comm comm, std::uint64_t fingerprint, const char* sen
 // send (send == out: in place), with the fingerprint check riding along: up to record_max_payload_bytes in one
 // record exchange per doubling step (combine_records, one exchange as MPI_Allreduce does for small messages; the
 // data copied into the record and out), up to halving_max_payload_bytes by reduce-scatter and allgather
-// (reduce_in_records), beyond a record without payload, then the data's MPI_Allreduce (type, op) where the record
-// costs under 2% (bench/collectives "reduction fingerprint"). Returns whether every process passed the same
+// (reduce_in_records) unless a record would exceed max_message_bytes() (DARRAY_MPI_MAX_MESSAGE_BYTES, set alike
+// everywhere), beyond a record without payload, then the data's MPI_Allreduce (type, op, chunked) where the record
+// costs under 0.1% (bench/collectives "reduction fingerprint"). Returns whether every process passed the same
 // fingerprint and length, the same answer on every process; out holds no result when it is false.
 template <class Combine>
 bool reduce_with_fingerprint(MPI_Comm comm, std::uint64_t fingerprint, const void* send, void* out, std::size_t count,
@@ -327,7 +334,8 @@ bool reduce_with_fingerprint(MPI_Comm comm, std::uint64_t fingerprint, const voi
   const std::size_t payload = count * elem_bytes;
   const auto* from = static_cast<const char*>(send);
   auto* to = static_cast<char*>(out);
-  if (payload > halving_max_payload_bytes) {
+  if (payload > halving_max_payload_bytes ||
+      (payload > record_max_payload_bytes && record_header_bytes + payload > max_message_bytes())) {
     char record[record_header_bytes];
     write_record_header(record, fingerprint);
     if (!combine_records(comm, record, sizeof record, api, [](const char*, const char*, char*, std::size_t) {}))
