@@ -131,7 +131,8 @@ bool combine_records(MPI_Comm comm, char* record, std::size_t bytes, const char*
     wait_all_until(requests, api, peers, statuses, wait_timeout_seconds(), /*tolerate_truncation=*/true);
     return from >= 0 && received_record_of(statuses[0], bytes);
   };
-  // Combines the record just received into this one (or marks this one when it did not match).
+  // Combines the record just received into this one (or marks this one when it did not match). Payloads are combined
+  // only while every header so far agrees: another reduction's bytes (floats read as int32, say) could overflow.
   const auto absorb = [&](bool matched) {
     if (!matched) return mark();
     std::int64_t a[2], b[2];
@@ -139,6 +140,7 @@ bool combine_records(MPI_Comm comm, char* record, std::size_t bytes, const char*
     std::memcpy(b, record, sizeof b);
     for (int w = 0; w < 2; ++w) b[w] = std::max(a[w], b[w]);
     std::memcpy(record, b, sizeof b);
+    if (!record_header_agrees(record)) return;
     char* mine = record + record_header_bytes;
     combine(mine, static_cast<const char*>(in) + record_header_bytes, mine, bytes - record_header_bytes);
   };
