@@ -193,7 +193,7 @@ int main(int argc, char** argv) {
       if (root) print_row(r);
     }
   // What a reduction's always-on mismatch check costs (comm/detail/same_reduction.hpp): the raw MPI_Allreduce of a
-  // block, against what psum does with the same bytes (reduce_with_fingerprint), timed in the same run: up to 64 KiB
+  // block, against what psum does with the same bytes (reduce_with_fingerprint), timed in the same run: up to 16 KiB
   // one record exchange per doubling step carrying fingerprint and data, up to 16 MiB a reduce-scatter and
   // allgather whose messages carry it, beyond a record without data then the same MPI_Allreduce.
   if (np > 1 && std::find(ops.begin(), ops.end(), "psum") != ops.end()) {
