@@ -205,9 +205,11 @@ int main(int argc, char** argv) {
       std::vector<double> in(n, 1.0), out_words(n + 64);
       double* const out_data = out_words.data() + 40;
       const int calls = calls_for(size);
+      const std::size_t max_bytes = max_message_bytes();  // as psum's plan reads it
       auto raw = [&] { MPI_Allreduce(in.data(), out_data, static_cast<int>(n), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD); };
       auto checked = [&] {
-        detail::reduce_with_fingerprint(MPI_COMM_WORLD, 12345, in.data(), out_data, n, 8, MPI_DOUBLE, MPI_SUM, "bench",
+        detail::reduce_with_fingerprint(MPI_COMM_WORLD, 12345, in.data(), out_data, n, 8, MPI_DOUBLE, MPI_SUM,
+                                        max_bytes, "bench",
                                         &detail::combine_record_payload<double, detail::ReduceOp::sum>);
       };
       Stats a, b;

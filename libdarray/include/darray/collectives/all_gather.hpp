@@ -27,7 +27,7 @@ std::shared_ptr<const CollectivePlan> all_gather_plan(const DistributedArray<T, 
   const int x = resolve_axis(api, a.sharding().mesh(), axis);
   const int d = normalize_dim(api, "dim", dim, stacked ? N + 1 : N);
   const auto code = stacked ? CollectiveCode::all_gather_stacked : CollectiveCode::all_gather;
-  return cached_plan(PlanKey{static_cast<int>(code), a.sharding(), a.shape(), {x, d}},
+  return cached_plan(plan_lookup_key(code, a.sharding(), a.shape(), {x, d}),
                      [&] { return build_all_gather_plan(a.sharding(), a.shape(), x, d, stacked); });
 }
 }  // namespace detail

@@ -33,10 +33,8 @@ std::shared_ptr<const CollectivePlan> all_to_all_plan(const DistributedArray<T, 
   const int x = detail::resolve_axis(api, a.sharding().mesh(), axis);
   const int s = detail::normalize_dim(api, "split_dim", split_dim, N);
   const int c = detail::normalize_dim(api, "concat_dim", concat_dim, N);
-  auto plan = cached_plan(
-      detail::PlanKey{static_cast<int>(detail::CollectiveCode::all_to_all), a.sharding(), a.shape(), {x, s, c}},
-      [&] { return detail::build_all_to_all_plan(a.sharding(), a.shape(), x, s, c); });
-  return plan;
+  return cached_plan(detail::plan_lookup_key(detail::CollectiveCode::all_to_all, a.sharding(), a.shape(), {x, s, c}),
+                     [&] { return detail::build_all_to_all_plan(a.sharding(), a.shape(), x, s, c); });
 }
 }  // namespace detail
 

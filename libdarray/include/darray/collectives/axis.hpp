@@ -2,6 +2,7 @@
 // tiled/stacked tags of all_gather, and axis_index, a device's coordinate along mesh axes (jax.lax.axis_index).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <initializer_list>
 #include <string>
@@ -16,17 +17,22 @@
 namespace darray {
 
 // One mesh axis ("x") or several ({"x", "y"}, the first most significant) for the reductions, psum(a, "x") and
-// psum(a, {"x", "y"}) alike.
+// psum(a, {"x", "y"}) alike. One name is held without a heap allocation (a small call's overhead).
 class AxisNames {
  public:
-  AxisNames(const char* axis) : m_names{std::string(axis)} {}
-  AxisNames(std::string axis) : m_names{std::move(axis)} {}
-  AxisNames(std::initializer_list<std::string> axes) : m_names(axes) {}
-  AxisNames(std::vector<std::string> axes) : m_names(std::move(axes)) {}
-  const std::vector<std::string>& names() const { return m_names; }
+  AxisNames(const char* axis) : m_one(axis) {}
+  AxisNames(std::string axis) : m_one(std::move(axis)) {}
+  AxisNames(std::initializer_list<std::string> axes) : m_many(axes), m_listed(true) {}
+  AxisNames(std::vector<std::string> axes) : m_many(std::move(axes)), m_listed(true) {}
+
+  std::size_t size() const { return m_listed ? m_many.size() : 1; }
+  const std::string& operator[](std::size_t k) const { return m_listed ? m_many[k] : m_one; }
+  std::vector<std::string> names() const { return m_listed ? m_many : std::vector<std::string>{m_one}; }
 
  private:
-  std::vector<std::string> m_names;
+  std::string m_one;
+  std::vector<std::string> m_many;
+  bool m_listed = false;
 };
 
 // all_gather(a, axis, dim, tiled): the blocks are concatenated along dim (jax.lax.all_gather(..., tiled=True)).
@@ -47,20 +53,20 @@ inline int resolve_axis(const char* api, const Mesh& mesh, const std::string& na
   return a;
 }
 
-// Mesh positions of named axes, in the given order. Throws when a name is unknown, repeated, or none is given.
-inline std::vector<int> resolve_axes(const char* api, const Mesh& mesh, const std::vector<std::string>& names) {
-  DARRAY_THROW_IF(names.empty(), InvalidArgument, api,
+// Mesh positions of named axes, in the given order, appended to `positions`. Throws when a name is unknown,
+// repeated, or none is given.
+template <class Int>
+void resolve_axes(const char* api, const Mesh& mesh, const AxisNames& names, std::vector<Int>& positions) {
+  DARRAY_THROW_IF(names.size() == 0, InvalidArgument, api,
                   "no mesh axis given; expected one or more of " << quoted_list(mesh.axis_names()));
-  std::vector<int> axes;
   for (std::size_t k = 0; k < names.size(); ++k) {
     const int a = resolve_axis(api, mesh, names[k]);
     for (std::size_t j = 0; j < k; ++j)
-      DARRAY_THROW_IF(
-          names[j] == names[k], InvalidArgument, api,
-          "mesh axis \"" << names[k] << "\" is named twice in " << quoted_list(names) << "; expected distinct axes");
-    axes.push_back(a);
+      DARRAY_THROW_IF(names[j] == names[k], InvalidArgument, api,
+                      "mesh axis \"" << names[k] << "\" is named twice in " << quoted_list(names.names())
+                                     << "; expected distinct axes");
+    positions.push_back(a);
   }
-  return axes;
 }
 
 }  // namespace detail
@@ -68,7 +74,8 @@ inline std::vector<int> resolve_axes(const char* api, const Mesh& mesh, const st
 // The device's coordinate along a mesh axis, 0 .. axis_size - 1, as jax.lax.axis_index("x") inside shard_map.
 // Over several axes ({"x", "y"}): the mixed-radix number of the coordinates, the first axis most significant.
 inline int64_t axis_index(const Mesh& mesh, const AxisNames& axes, const Device& device) {
-  const std::vector<int> positions = detail::resolve_axes("axis_index", mesh, axes.names());
+  std::vector<int> positions;
+  detail::resolve_axes("axis_index", mesh, axes, positions);
   DARRAY_THROW_IF(!mesh.contains(device), InvalidArgument, "axis_index",
                   "device " << device << " is not in " << mesh.to_string() << "; expected one of its devices");
   const int64_t pos = mesh.position(device);

@@ -28,17 +28,16 @@ std::shared_ptr<const CollectivePlan> ppermute_plan(const DistributedArray<T, N,
   detail::check_collective_call(api, a,
                                 [&] { return std::string("\"" + axis + "\", perm=" + detail::perm_text(perm)); });
   const int x = detail::resolve_axis(api, a.sharding().mesh(), axis);
-  std::vector<int64_t> params{x};
-  std::vector<std::pair<int64_t, int64_t>> pairs;
+  detail::PlanKey& key = detail::plan_lookup_key(detail::CollectiveCode::ppermute, a.sharding(), a.shape(), {x});
   for (const auto& [from, to] : perm) {
-    params.push_back(from);
-    params.push_back(to);
-    pairs.emplace_back(from, to);
+    key.params.push_back(from);
+    key.params.push_back(to);
   }
-  const auto plan = detail::cached_plan(
-      detail::PlanKey{static_cast<int>(detail::CollectiveCode::ppermute), a.sharding(), a.shape(), std::move(params)},
-      [&] { return detail::build_ppermute_plan(a.sharding(), a.shape(), x, pairs); });
-  return plan;
+  return detail::cached_plan(key, [&] {
+    std::vector<std::pair<int64_t, int64_t>> pairs;
+    for (const auto& [from, to] : perm) pairs.emplace_back(from, to);
+    return detail::build_ppermute_plan(a.sharding(), a.shape(), x, pairs);
+  });
 }
 }  // namespace detail
 

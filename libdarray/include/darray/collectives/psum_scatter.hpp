@@ -29,10 +29,9 @@ std::shared_ptr<const CollectivePlan> psum_scatter_plan(const DistributedArray<T
   detail::check_collective_call(api, a, [&] { return std::string("\"" + axis + "\", dim=" + std::to_string(dim)); });
   const int x = detail::resolve_axis(api, a.sharding().mesh(), axis);
   const int d = detail::normalize_dim(api, "dim", dim, N);
-  const auto plan = detail::cached_plan(
-      detail::PlanKey{static_cast<int>(detail::CollectiveCode::psum_scatter), a.sharding(), a.shape(), {x, d}},
+  return detail::cached_plan(
+      detail::plan_lookup_key(detail::CollectiveCode::psum_scatter, a.sharding(), a.shape(), {x, d}),
       [&] { return detail::build_reduce_plan(api, a.sharding(), a.shape(), {x}, d); });
-  return plan;
 }
 }  // namespace detail
 

@@ -23,10 +23,12 @@ std::shared_ptr<const CollectivePlan> reduction_plan(CollectiveCode code, Reduce
                                                      const DistributedArray<T, N, M>& a, const AxisNames& axes) {
   const char* api = to_string(op);
   check_collective_call(api, a, [&] { return quoted_list(axes.names()); });
-  const std::vector<int> positions = resolve_axes(api, a.sharding().mesh(), axes.names());
-  return cached_plan(PlanKey{static_cast<int>(code), a.sharding(), a.shape(),
-                             std::vector<int64_t>(positions.begin(), positions.end())},
-                     [&] { return build_reduce_plan(api, a.sharding(), a.shape(), positions, -1); });
+  PlanKey& key = plan_lookup_key(code, a.sharding(), a.shape());
+  resolve_axes(api, a.sharding().mesh(), axes, key.params);
+  return cached_plan(key, [&] {
+    const std::vector<int> positions(key.params.begin(), key.params.end());
+    return build_reduce_plan(api, a.sharding(), a.shape(), positions, -1);
+  });
 }
 
 template <class T, int N, class M>

@@ -7,7 +7,6 @@
 #pragma once
 
 #include <Kokkos_Core.hpp>
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -61,14 +60,23 @@ inline void row_major_strides_into(const Shape& shape, int64_t* strides) {
   }
 }
 
+// The same for the buffer of a box (its dims' sizes): no Shape is built.
+inline void row_major_strides_into(const Index& box, int64_t* strides) {
+  int64_t s = 1;
+  for (std::size_t d = box.size(); d-- > 0;) {
+    strides[d] = s;
+    s *= box[d].size();
+  }
+}
+
 // `region` (global coordinates) copied from the row-major buffer of src_box to the row-major buffer of dst_box.
 inline CopyGeometry box_copy_geometry(const Index& src_box, const Index& dst_box, const Index& region) {
   CopyGeometry g;
   g.rank = static_cast<int>(region.size());
   DARRAY_THROW_IF(g.rank > max_copy_rank, NotSupported, "copy", "rank " << g.rank << " arrays; at most 8 dims");
   int64_t ss[max_copy_rank], ds[max_copy_rank];
-  row_major_strides_into(box_shape(src_box), ss);
-  row_major_strides_into(box_shape(dst_box), ds);
+  row_major_strides_into(src_box, ss);
+  row_major_strides_into(dst_box, ds);
   for (int d = 0; d < g.rank; ++d) {
     const auto k = static_cast<std::size_t>(d);
     g.extent[d] = region[k].size();
@@ -97,10 +105,17 @@ inline CopyGeometry simplify(const CopyGeometry& in) {
     }
     if (in.extent[d] != 1) order[n++] = d;
   }
-  std::stable_sort(order, order + n, [&](int a, int b) {
+  const auto outer = [&](int a, int b) {
     return in.dst_stride[a] != in.dst_stride[b] ? in.dst_stride[a] > in.dst_stride[b]
                                                 : in.src_stride[a] > in.src_stride[b];
-  });
+  };
+  // A stable insertion sort of at most 8 dims: std::stable_sort asks the heap for a buffer on every call.
+  for (int i = 1; i < n; ++i) {
+    const int d = order[i];
+    int j = i;
+    for (; j > 0 && outer(d, order[j - 1]); --j) order[j] = order[j - 1];
+    order[j] = d;
+  }
   for (int k = 0; k < n; ++k) {
     const int d = order[k];
     if (g.rank > 0) {

@@ -167,10 +167,10 @@ View view_on_record_of_shape(typename View::pointer_type data, Record* record, c
 // them goes: one cache round trip per array instead of one per block. Otherwise, and for a single block, one
 // allocate_view each. `initialize` zero-fills. Throws like allocate_view.
 template <class T, int N, class MemorySpace, class ShapeOf>
-std::vector<ShardView<T, N, MemorySpace>> allocate_views(const std::string& label, std::size_t count,
-                                                         ShapeOf&& shape_of, bool initialize) {
+void allocate_views(std::vector<ShardView<T, N, MemorySpace>>& views, const std::string& label, std::size_t count,
+                    ShapeOf&& shape_of, bool initialize) {
   using View = ShardView<T, N, MemorySpace>;
-  std::vector<View> views;
+  views.clear();
   views.reserve(count);
   static thread_local std::vector<Shape> shapes;  // reused: no allocation per call once warm
   static thread_local std::vector<std::size_t> offsets;
@@ -192,13 +192,19 @@ std::vector<ShardView<T, N, MemorySpace>> allocate_views(const std::string& labe
   if (!carved) {
     for (std::size_t k = 0; k < count; ++k)
       views.push_back(allocate_view<T, N, MemorySpace>(label, shapes[k], initialize));
-    return views;
+    return;
   }
   for (std::size_t k = 0; k < count; ++k)
     views.push_back(view_on_record_of_shape<View>(reinterpret_cast<T*>(static_cast<char*>(block.data) + offsets[k]),
                                                   record, shapes[k], std::make_index_sequence<N>{}));
   if (initialize)
     for (const View& v : views) Kokkos::deep_copy(v, T());
+}
+template <class T, int N, class MemorySpace, class ShapeOf>
+std::vector<ShardView<T, N, MemorySpace>> allocate_views(const std::string& label, std::size_t count,
+                                                         ShapeOf&& shape_of, bool initialize) {
+  std::vector<ShardView<T, N, MemorySpace>> views;
+  allocate_views<T, N, MemorySpace>(views, label, count, std::forward<ShapeOf>(shape_of), initialize);
   return views;
 }
 

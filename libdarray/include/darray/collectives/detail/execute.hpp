@@ -37,8 +37,12 @@ namespace detail {
 template <class T, class M, class Exec>
 void copy_region(const Exec& space, const T* src, const Shape& src_shape, const Shape& src_start, T* dst,
                  const Shape& dst_shape, const Shape& dst_start, const Shape& extent) {
-  // In the destination's coordinates the source buffer sits at dst_start - src_start.
-  Index src_box(extent.size()), dst_box(extent.size()), region(extent.size());
+  // In the destination's coordinates the source buffer sits at dst_start - src_start. Boxes reused: a call
+  // allocates nothing.
+  static thread_local Index src_box, dst_box, region;
+  src_box.resize(extent.size());
+  dst_box.resize(extent.size());
+  region.resize(extent.size());
   for (std::size_t d = 0; d < extent.size(); ++d) {
     const int64_t shift = dst_start[d] - src_start[d];
     src_box[d] = Slice{shift, shift + src_shape[d]};
@@ -142,7 +146,8 @@ void reduce_across(MPI_Comm comm, const T* send, T* data, ReduceOp op, const Col
                                              : &combine_record_payload<R, ReduceOp::min>;
   if (!reduce_with_fingerprint(comm, reduction_fingerprint<T>(op, plan), send != nullptr ? send : data, data,
                                static_cast<std::size_t>(plan.slot_elements) * ReduceScalar<T>::lanes, sizeof(R),
-                               mpi_reduce_datatype<T>(), mpi_reduce_op<T>(op), "collective reduction", combine))
+                               mpi_reduce_datatype<T>(), mpi_reduce_op<T>(op), plan.max_message_bytes,
+                               "collective reduction", combine))
     throw_other_reduction(comm, "collective reduction", describe_reduction<T>(op, plan));
 }
 
@@ -164,32 +169,17 @@ void combine_slot(const Exec& space, const CollectivePlan& plan, const Slot& slo
 // result block that receives it, reduced across processes there (from the operand block straight into it when the
 // slot has one local device), then copied to the slot's other result blocks: no slot buffer, no copies in and out of
 // it. Host memory and the MPI transport; one slot when processes take part (one allreduce per call). Returns false,
-// having moved nothing, when the plan is not of that form.
+// having moved nothing, when the plan is not of that form (plan.slot_block empty). The blocks of `out` are those of
+// the plan's targets (a result made from them, or a kept output checked against the plan's shape and sharding).
 template <class T, int R, class M, class Exec>
 bool reduce_in_result_blocks(const Exec& space, const CollectivePlan& plan, const std::vector<const T*>& operand,
                              ReduceOp op, const std::vector<Shard<T, R, M>>& out) {
-  if (!direct_host_access<M>() || plan.copies.empty()) return false;
+  if (!direct_host_access<M>() || plan.slot_block.empty()) return false;
   const bool across = !plan.colors.empty() && plan.component_size > 1;
   if (across && plan.slots.size() != 1) return false;
   static thread_local std::vector<T*> first;
-  first.assign(plan.slots.size(), nullptr);
-  for (const Copy& c : plan.copies) {
-    if (c.from != CopySource::slot || c.src_shape != c.extent ||
-        volume(c.extent) != volume(plan.slots[static_cast<std::size_t>(c.source)].shape))
-      return false;
-    const Index& block = out[c.target].index;
-    if (block.size() != c.extent.size()) return false;
-    for (std::size_t d = 0; d < block.size(); ++d)
-      if (block[d].size() != c.extent[d]) return false;
-    for (const int64_t v : c.src_start)
-      if (v != 0) return false;
-    for (const int64_t v : c.dst_start)
-      if (v != 0) return false;
-    T*& f = first[static_cast<std::size_t>(c.source)];
-    if (f == nullptr) f = out[c.target].data.data();
-  }
-  for (T* f : first)
-    if (f == nullptr) return false;
+  first.resize(plan.slots.size());
+  for (std::size_t s = 0; s < plan.slots.size(); ++s) first[s] = out[plan.slot_block[s]].data.data();
   for (const auto& o : out)  // a kept output that is the operand itself takes the slot buffer's path
     for (const T* p : operand)
       if (o.data.data() == p) return false;
@@ -223,8 +213,8 @@ bool reduce_in_result_blocks(const Exec& space, const CollectivePlan& plan, cons
 template <class T, class M, class Exec>
 Kokkos::View<T*, M> reduce_slots(const Exec& space, const CollectivePlan& plan, const std::vector<const T*>& operand,
                                  ReduceOp op) {
-  const auto slots =
-      cached_view<Kokkos::View<T*, M>>("darray::collective slots", static_cast<std::size_t>(plan.slot_elements));
+  static const std::string label = "darray::slots";  // short: held without a heap allocation, as is its record's copy
+  const auto slots = cached_view<Kokkos::View<T*, M>>(label, static_cast<std::size_t>(plan.slot_elements));
   for (const Slot& slot : plan.slots) combine_slot(space, plan, slot, operand, op, slots.data() + slot.offset);
   space.fence();  // MPI and NCCL read what the kernels wrote
   if (plan.colors.empty()) return slots;
@@ -335,8 +325,8 @@ void execute_plan_into(const char* api, const CollectivePlan& plan, const Distri
     for (const Copy& c : plan.copies) {
       const T* src = slots.data() + plan.slots[static_cast<std::size_t>(c.source)].offset;
       const auto& dst = out[c.target];
-      copy_region<T, M>(space, src, c.src_shape, c.src_start, dst.data.data(), box_shape(dst.index), c.dst_start,
-                        c.extent);
+      copy_region<T, M>(space, src, c.src_shape, c.src_start, dst.data.data(), plan.targets[c.target].out_shape,
+                        c.dst_start, c.extent);
     }
     space.fence();
     return;
@@ -353,8 +343,10 @@ template <int R, class T, int N, class M>
 DistributedArray<T, R, M> execute_plan(const char* api, const CollectivePlan& plan, const DistributedArray<T, N, M>& a,
                                        bool reduction, ReduceOp op) {
   const std::string label = std::string("darray::") + api;
-  auto views = allocate_views<T, R, M>(
-      label, plan.targets.size(), [&](std::size_t k) -> const Shape& { return plan.targets[k].out_shape; }, false);
+  static thread_local std::vector<ShardView<T, R, M>> views;
+  allocate_views<T, R, M>(
+      views, label, plan.targets.size(), [&](std::size_t k) -> const Shape& { return plan.targets[k].out_shape; },
+      false);
   std::vector<Shard<T, R, M>> out;
   out.reserve(plan.targets.size());
   for (std::size_t k = 0; k < plan.targets.size(); ++k) {
@@ -362,6 +354,7 @@ DistributedArray<T, R, M> execute_plan(const char* api, const CollectivePlan& pl
     if (t.zero_fill) Kokkos::deep_copy(views[k], T());
     out.push_back(Shard<T, R, M>{t.device, t.out_index, t.replica_id, std::move(views[k])});
   }
+  views.clear();
   execute_plan_into<R>(api, plan, a, reduction, op, out, /*fresh=*/true);
   return detail::adopt_shards<T, R, M>(plan.out_shape, plan.out_sharding, std::move(out));
 }

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <unordered_map>
@@ -94,6 +95,12 @@ struct CollectivePlan {
   std::vector<int> colors;
   std::vector<int> group_ranks;
   int component_size = 1;
+  // Reductions whose every result block is one whole slot (psum, pmax, pmin): the target whose block each slot is
+  // combined in (the first it is copied to); empty when the plan is not of that form (see reduce_in_result_blocks).
+  std::vector<std::size_t> slot_block;
+  // Reductions: max_message_bytes() when the plan was built (the largest record reduce_with_fingerprint may send),
+  // read once per plan as the exchange engine does.
+  std::size_t max_message_bytes = 0;
   // Movement plans: the exchange engine per element size, built on first use (collectives/detail/execute.hpp).
   mutable std::map<std::size_t, std::shared_ptr<const MoveEngine>> engines;
   // Reductions: the component's transport per backend (MPI, NCCL), cached under an Environment generation.
@@ -137,6 +144,19 @@ struct PlanKeyHasher {
 inline PlanCache<PlanKey, const CollectivePlan, PlanKeyHasher>& collective_plan_cache() {
   static PlanCache<PlanKey, const CollectivePlan, PlanKeyHasher> cache(256);
   return cache;
+}
+
+// The lookup key of a collective's plan, filled in place: a per-thread key whose vectors keep their capacity, so a
+// call whose plan is cached allocates nothing for its key (the cache copies it on a miss). The caller may append
+// further params; the key is valid until the next call on this thread.
+inline PlanKey& plan_lookup_key(CollectiveCode code, const NamedSharding& sharding, const Shape& shape,
+                                std::initializer_list<int64_t> params = {}) {
+  static thread_local PlanKey key{0, sharding, {}, {}};
+  key.op = static_cast<int>(code);
+  key.sharding = sharding;
+  key.shape.assign(shape.begin(), shape.end());
+  key.params.assign(params);
+  return key;
 }
 
 // The cached plan for key, built by build() on a miss.

@@ -4,8 +4,10 @@
 // keeps one chunk of the sum per device.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -14,6 +16,7 @@
 #include "darray/collectives/detail/block_checks.hpp"
 #include "darray/collectives/detail/plan.hpp"
 #include "darray/collectives/detail/result_layout.hpp"
+#include "darray/comm/limits.hpp"
 #include "darray/core/error.hpp"
 #include "darray/core/index.hpp"
 #include "darray/runtime/environment.hpp"
@@ -21,6 +24,25 @@
 
 namespace darray {
 namespace detail {
+
+// plan.slot_block of a reduction plan: when every copy takes a whole slot to the origin of a result block of the
+// slot's shape and every slot has a copy, the target of each slot's first copy; otherwise empty.
+inline std::vector<std::size_t> whole_slot_blocks(const CollectivePlan& plan) {
+  constexpr std::size_t none = std::numeric_limits<std::size_t>::max();
+  std::vector<std::size_t> first(plan.slots.size(), none);
+  const auto zero = [](const Shape& v) { return std::all_of(v.begin(), v.end(), [](int64_t x) { return x == 0; }); };
+  for (const Copy& c : plan.copies) {
+    if (c.from != CopySource::slot || c.src_shape != c.extent ||
+        c.extent != plan.slots[static_cast<std::size_t>(c.source)].shape ||
+        c.extent != plan.targets[c.target].out_shape || !zero(c.src_start) || !zero(c.dst_start))
+      return {};
+    std::size_t& f = first[static_cast<std::size_t>(c.source)];
+    if (f == none) f = c.target;
+  }
+  for (const std::size_t f : first)
+    if (f == none) return {};
+  return first;
+}
 
 // scatter_dim < 0: psum/pmax/pmin (every device keeps its group's whole reduced block); otherwise psum_scatter
 // along that (normalized) dim over the single axis in `axes`.
@@ -84,6 +106,8 @@ inline CollectivePlan build_reduce_plan(const char* api, const NamedSharding& s,
     }
     if (volume(c.extent) > 0) plan.copies.push_back(std::move(c));
   }
+  plan.slot_block = whole_slot_blocks(plan);
+  plan.max_message_bytes = max_message_bytes();
   return plan;
 }
 

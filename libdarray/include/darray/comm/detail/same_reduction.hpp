@@ -93,15 +93,61 @@ inline bool received_record_of(const MPI_Status& status, std::size_t bytes) {
   return static_cast<std::size_t>(count) == bytes;
 }
 
+// One step of a record exchange, for combine_records and reduce_in_records alike: sends a record (the 16-byte header,
+// then `payload` bytes at data, sent in place: one message, an hindexed datatype when they are apart) to `to`, and/or
+// receives one from `from` into in (`capacity` bytes, any tag, truncation tolerated); -1: no such peer. Returns
+// whether a record of exactly `expect` bytes (header included) arrived. Waits under DARRAY_TIMEOUT_S.
+inline bool exchange_record(MPI_Comm comm, const char* api, int to, const char* header, const char* data,
+                            std::size_t payload, int from, char* in, std::size_t capacity, std::size_t expect) {
+  static thread_local std::vector<MPI_Request> requests;
+  static thread_local std::vector<int> peers;  // named in a timeout's error
+  MPI_Status statuses[2];
+  requests.assign(2, MPI_REQUEST_NULL);
+  if (from >= 0)
+    DARRAY_MPI_CHECK(MPI_Irecv(in, static_cast<int>(capacity), MPI_BYTE, from, MPI_ANY_TAG, comm, &requests[0]));
+  if (to >= 0) {
+    if (payload == 0 || data == header + record_header_bytes) {
+      DARRAY_MPI_CHECK(MPI_Isend(header, static_cast<int>(record_header_bytes + payload), MPI_BYTE, to, record_tag,
+                                 comm, &requests[1]));
+    } else {
+      int lengths[2] = {static_cast<int>(record_header_bytes), static_cast<int>(payload)};
+      MPI_Aint at[2];
+      DARRAY_MPI_CHECK(MPI_Get_address(header, &at[0]));
+      DARRAY_MPI_CHECK(MPI_Get_address(data, &at[1]));
+      MPI_Datatype type = MPI_DATATYPE_NULL;
+      DARRAY_MPI_CHECK(MPI_Type_create_hindexed(2, lengths, at, MPI_BYTE, &type));
+      DARRAY_MPI_CHECK(MPI_Type_commit(&type));
+      const int rc = MPI_Isend(MPI_BOTTOM, 1, type, to, record_tag, comm, &requests[1]);
+      MPI_Type_free(&type);  // the send keeps what it needs
+      DARRAY_MPI_CHECK(rc);
+    }
+  }
+  peers.assign({from, to});
+  wait_all_until(requests, api, peers, statuses, wait_timeout_seconds(), /*tolerate_truncation=*/true);
+  return from >= 0 && received_record_of(statuses[0], expect);
+}
+
+// Takes the header of a record just received (`received`) into `header`, or marks `header` (a value that can never
+// agree, and travels on) when no matching record came. Returns whether every header so far agrees: only then are the
+// payloads worth combining (another reduction's bytes, floats read as int32 say, could overflow).
+inline bool absorb_header(char* header, const char* received, bool matched) {
+  std::int64_t a[2], b[2];
+  std::memcpy(a, received, sizeof a);
+  std::memcpy(b, header, sizeof b);
+  for (int w = 0; w < 2; ++w) b[w] = matched ? std::max(a[w], b[w]) : std::numeric_limits<std::int64_t>::max();
+  std::memcpy(header, b, sizeof b);
+  return record_header_agrees(header);
+}
+
 // Collective over comm: every process's record (`bytes` bytes, header included) becomes the combination of all
 // processes' records, by recursive doubling over point-to-point messages (Rabenseifner's pairing when the process
 // count is not a power of two, so every process computes the same combination in the same order).
 // combine(a, b, dst, payload_bytes) writes the combination of payloads a and b to dst (which may be a). Receives are
-// posted for the largest record and take any tag, and a longer message (a record of reduce_in_records) is taken
-// whole and counted as a mismatch, so a process whose record has another size or that sent something else neither
-// fails on a truncated message nor waits for one that does not come: the record is marked (a header that can never
-// agree) and the mark travels on. Returns whether every process passed the same fingerprint and size: the same
-// answer on every process. Waits under DARRAY_TIMEOUT_S.
+// posted for the largest record and take any tag; a longer message (a record of reduce_in_records) is cut off at that
+// size (truncation tolerated) and, like a record of another size, counted as a mismatch, so a process whose record
+// has another size or that sent something else neither fails on a truncated message nor waits for one that does not
+// come: the record is marked (a header that can never agree) and the mark travels on. Returns whether every process
+// passed the same fingerprint and size: the same answer on every process. Waits under DARRAY_TIMEOUT_S.
 template <class Combine>
 bool combine_records(MPI_Comm comm, char* record, std::size_t bytes, const char* api, Combine&& combine) {
   int rank = 0, size = 1;
@@ -112,37 +158,16 @@ bool combine_records(MPI_Comm comm, char* record, std::size_t bytes, const char*
   static thread_local std::vector<std::max_align_t> words;
   words.resize((max_bytes + sizeof(std::max_align_t) - 1) / sizeof(std::max_align_t));
   char* in = reinterpret_cast<char*>(words.data());
-  static thread_local std::vector<MPI_Request> requests;
-  static thread_local std::vector<int> peers;  // named in a timeout's error
-  MPI_Status statuses[2];
-  const auto mark = [&] {
-    const std::int64_t never[2] = {std::numeric_limits<std::int64_t>::max(), std::numeric_limits<std::int64_t>::max()};
-    std::memcpy(record, never, sizeof never);
-  };
-  // Sends this record to `to` and/or receives one from `from` (-1: none); returns whether a record of this size
-  // arrived.
+  const std::size_t payload = bytes - record_header_bytes;
+  // Sends this record to `to` and/or receives one from `from` (-1: none); whether one of this size arrived.
   const auto exchange = [&](int to, int from) {
-    requests.assign(2, MPI_REQUEST_NULL);
-    if (from >= 0)
-      DARRAY_MPI_CHECK(MPI_Irecv(in, static_cast<int>(max_bytes), MPI_BYTE, from, MPI_ANY_TAG, comm, &requests[0]));
-    if (to >= 0)
-      DARRAY_MPI_CHECK(MPI_Isend(record, static_cast<int>(bytes), MPI_BYTE, to, record_tag, comm, &requests[1]));
-    peers.assign({from, to});
-    wait_all_until(requests, api, peers, statuses, wait_timeout_seconds(), /*tolerate_truncation=*/true);
-    return from >= 0 && received_record_of(statuses[0], bytes);
+    return exchange_record(comm, api, to, record, record + record_header_bytes, payload, from, in, max_bytes, bytes);
   };
-  // Combines the record just received into this one (or marks this one when it did not match). Payloads are combined
-  // only while every header so far agrees: another reduction's bytes (floats read as int32, say) could overflow.
+  // Combines the record just received into this one (or marks this one when it did not match).
   const auto absorb = [&](bool matched) {
-    if (!matched) return mark();
-    std::int64_t a[2], b[2];
-    std::memcpy(a, in, sizeof a);
-    std::memcpy(b, record, sizeof b);
-    for (int w = 0; w < 2; ++w) b[w] = std::max(a[w], b[w]);
-    std::memcpy(record, b, sizeof b);
-    if (!record_header_agrees(record)) return;
+    if (!absorb_header(record, in, matched)) return;
     char* mine = record + record_header_bytes;
-    combine(mine, static_cast<const char*>(in) + record_header_bytes, mine, bytes - record_header_bytes);
+    combine(mine, static_cast<const char*>(in) + record_header_bytes, mine, payload);
   };
   int pof2 = 1;
   while (pof2 * 2 <= size) pof2 *= 2;
@@ -170,7 +195,7 @@ bool combine_records(MPI_Comm comm, char* record, std::size_t bytes, const char*
     } else if (exchange(-1, rank + 1)) {
       std::memcpy(record, in, bytes);
     } else {
-      mark();
+      absorb_header(record, in, false);
     }
   }
   return record_header_agrees(record);
@@ -220,41 +245,14 @@ bool reduce_in_records(MPI_Comm comm, std::uint64_t fingerprint, const char* sen
   if (words.size() * sizeof(std::max_align_t) < max_bytes)
     words.resize((max_bytes + sizeof(std::max_align_t) - 1) / sizeof(std::max_align_t));
   char* in = reinterpret_cast<char*>(words.data());
-  static thread_local std::vector<MPI_Request> requests;
-  static thread_local std::vector<int> peers;  // named in a timeout's error
-  MPI_Status statuses[2];
   // Sends the header and n elements at data to `to` and/or receives a record from `from` into in (-1: none);
   // returns whether a record of `expect` elements arrived.
   const auto exchange = [&](int to, const char* data, std::size_t n, int from, std::size_t expect) {
-    requests.assign(2, MPI_REQUEST_NULL);
-    if (from >= 0)
-      DARRAY_MPI_CHECK(MPI_Irecv(in, static_cast<int>(max_bytes), MPI_BYTE, from, MPI_ANY_TAG, comm, &requests[0]));
-    if (to >= 0) {
-      int lengths[2] = {static_cast<int>(record_header_bytes), static_cast<int>(n * elem_bytes)};
-      MPI_Aint at[2];
-      DARRAY_MPI_CHECK(MPI_Get_address(header, &at[0]));
-      DARRAY_MPI_CHECK(MPI_Get_address(n > 0 ? data : header, &at[1]));
-      MPI_Datatype type = MPI_DATATYPE_NULL;
-      DARRAY_MPI_CHECK(MPI_Type_create_hindexed(n > 0 ? 2 : 1, lengths, at, MPI_BYTE, &type));
-      DARRAY_MPI_CHECK(MPI_Type_commit(&type));
-      const int rc = MPI_Isend(MPI_BOTTOM, 1, type, to, record_tag, comm, &requests[1]);
-      MPI_Type_free(&type);  // the send keeps what it needs
-      DARRAY_MPI_CHECK(rc);
-    }
-    peers.assign({from, to});
-    wait_all_until(requests, api, peers, statuses, wait_timeout_seconds(), /*tolerate_truncation=*/true);
-    return from >= 0 && received_record_of(statuses[0], record_header_bytes + expect * elem_bytes);
+    return exchange_record(comm, api, to, header, data, n * elem_bytes, from, in, max_bytes,
+                           record_header_bytes + expect * elem_bytes);
   };
-  // Takes the header just received into this process's (or marks it when no matching record came); returns whether
-  // every header so far agrees, so that the payload is worth combining.
-  const auto absorb = [&](bool matched) {
-    std::int64_t a[2], b[2];
-    std::memcpy(a, in, sizeof a);
-    std::memcpy(b, header, sizeof b);
-    for (int w = 0; w < 2; ++w) b[w] = matched ? std::max(a[w], b[w]) : std::numeric_limits<std::int64_t>::max();
-    std::memcpy(header, b, sizeof b);
-    return record_header_agrees(header);
-  };
+  // Takes the header just received into this process's (or marks it); whether the payload is worth combining.
+  const auto absorb = [&](bool matched) { return absorb_header(header, in, matched); };
   const char* mine = send;  // this process's partial result: the data until the first combination
   int vrank = rank - rem;
   if (rank < 2 * rem) {
@@ -300,6 +298,8 @@ bool reduce_in_records(MPI_Comm comm, std::uint64_t fingerprint, const char* sen
         const bool kept_low = (vrank & (1 << k)) == 0;
         const std::size_t other = kept_low ? range_lo + range_len / 2 : range_lo, other_len = range_len - len;
         const int peer = peer_of(1 << k);
+        static thread_local std::vector<MPI_Request> requests;
+        static thread_local std::vector<int> peers;  // named in a timeout's error
         requests.assign(2, MPI_REQUEST_NULL);
         DARRAY_MPI_CHECK(MPI_Irecv(out + other * elem_bytes, static_cast<int>(other_len * elem_bytes), MPI_BYTE, peer,
                                    record_tag, comm, &requests[0]));
@@ -326,18 +326,20 @@ bool reduce_in_records(MPI_Comm comm, std::uint64_t fingerprint, const char* sen
 // send (send == out: in place), with the fingerprint check riding along: up to record_max_payload_bytes in one
 // record exchange per doubling step (combine_records, one exchange as MPI_Allreduce does for small messages; the
 // data copied into the record and out), up to halving_max_payload_bytes by reduce-scatter and allgather
-// (reduce_in_records) unless a record would exceed max_message_bytes() (DARRAY_MPI_MAX_MESSAGE_BYTES, set alike
-// everywhere), beyond a record without payload, then the data's MPI_Allreduce (type, op, chunked) where the record
-// costs under 0.1% (bench/collectives "reduction fingerprint"). Returns whether every process passed the same
-// fingerprint and length, the same answer on every process; out holds no result when it is false.
+// (reduce_in_records) unless a record would exceed max_bytes (max_message_bytes(): DARRAY_MPI_MAX_MESSAGE_BYTES, set
+// alike everywhere; callers read it once per plan), beyond a record without payload, then the data's MPI_Allreduce
+// (type, op, chunked) where the record costs under 0.1% (bench/collectives "reduction fingerprint"). Returns whether
+// every process passed the same fingerprint and length, the same answer on every process; out holds no result when it
+// is false.
 template <class Combine>
 bool reduce_with_fingerprint(MPI_Comm comm, std::uint64_t fingerprint, const void* send, void* out, std::size_t count,
-                             std::size_t elem_bytes, MPI_Datatype type, MPI_Op op, const char* api, Combine&& combine) {
+                             std::size_t elem_bytes, MPI_Datatype type, MPI_Op op, std::size_t max_bytes,
+                             const char* api, Combine&& combine) {
   const std::size_t payload = count * elem_bytes;
   const auto* from = static_cast<const char*>(send);
   auto* to = static_cast<char*>(out);
   if (payload > halving_max_payload_bytes ||
-      (payload > record_max_payload_bytes && record_header_bytes + payload > max_message_bytes())) {
+      (payload > record_max_payload_bytes && record_header_bytes + payload > max_bytes)) {
     char record[record_header_bytes];
     write_record_header(record, fingerprint);
     if (!combine_records(comm, record, sizeof record, api, [](const char*, const char*, char*, std::size_t) {}))

@@ -33,13 +33,14 @@ class PlanCache {
       return it->second->second;
     }
     ++m_misses;
+    Key owned(key);  // `key` may be a caller's scratch key that build() reuses
     std::shared_ptr<Plan> plan = build();
     if (!m_cleanup_registered) {
       at_finalize([this] { clear(); });
       m_cleanup_registered = true;
     }
-    m_order.emplace_front(key, plan);
-    m_index.emplace(key, m_order.begin());
+    m_order.emplace_front(std::move(owned), plan);
+    m_index.emplace(m_order.front().first, m_order.begin());
     while (m_order.size() > m_capacity) {
       m_index.erase(m_order.back().first);
       m_order.pop_back();
