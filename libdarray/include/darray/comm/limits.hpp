@@ -16,8 +16,9 @@
 namespace darray {
 
 // Bytes per MPI message: default_max_message_bytes, lowered by DARRAY_MPI_MAX_MESSAGE_BYTES (tests use it to force
-// splitting). Read on every call, so it is cheap to change in tests; it must be set alike on all processes, since
-// sender and receiver derive the same chunking from it independently (a mismatch is detected on receipt).
+// splitting). Read on every call (the exchange engine and the reductions read it once per plan, so a change reaches
+// plans built after it); it must be set alike on all processes, since sender and receiver derive the same chunking
+// from it independently (a mismatch is detected on receipt).
 inline std::size_t max_message_bytes() { return detail::env_max_message_bytes(); }
 
 // How long an NCCL operation may run before the communicator is aborted and NcclError thrown (DARRAY_NCCL_TIMEOUT_S).

@@ -162,16 +162,15 @@ View view_on_record_of_shape(typename View::pointer_type data, Record* record, c
   return view_on_record<View>(data, record, static_cast<std::size_t>(shape[I])...);
 }
 
-// The views of one array's local blocks, shape_of(k) the shape of block k (k < count). With the cache on they are
-// carved from one cached block (each at a 64-byte boundary) that goes back to the cache when the last view of any of
-// them goes: one cache round trip per array instead of one per block. Otherwise, and for a single block, one
-// allocate_view each. `initialize` zero-fills. Throws like allocate_view.
-template <class T, int N, class MemorySpace, class ShapeOf>
-void allocate_views(std::vector<ShardView<T, N, MemorySpace>>& views, const std::string& label, std::size_t count,
-                    ShapeOf&& shape_of, bool initialize) {
+// The views of one array's local blocks, shape_of(k) the shape of block k (k < count), each handed to emit(k, view)
+// (an rvalue: Kokkos 3.4 moves a view by copying its tracker, so a view goes straight to where it is kept). With
+// the cache on they are carved from one cached block (each at a 64-byte boundary) that goes back to the cache when
+// the last view of any of them goes: one cache round trip per array instead of one per block. Otherwise, and for a
+// single block, one allocate_view each. `initialize` zero-fills. Throws like allocate_view.
+template <class T, int N, class MemorySpace, class ShapeOf, class Emit>
+void allocate_views_each(const std::string& label, std::size_t count, ShapeOf&& shape_of, bool initialize,
+                         Emit&& emit) {
   using View = ShardView<T, N, MemorySpace>;
-  views.clear();
-  views.reserve(count);
   static thread_local std::vector<Shape> shapes;  // reused: no allocation per call once warm
   static thread_local std::vector<std::size_t> offsets;
   shapes.resize(count);
@@ -190,21 +189,26 @@ void allocate_views(std::vector<ShardView<T, N, MemorySpace>>& views, const std:
                       allocate_or_throw(label, total, MemorySpace::name(),
                                         [&] { return try_cached_record<MemorySpace>(total, label, block, record); });
   if (!carved) {
-    for (std::size_t k = 0; k < count; ++k)
-      views.push_back(allocate_view<T, N, MemorySpace>(label, shapes[k], initialize));
+    for (std::size_t k = 0; k < count; ++k) emit(k, allocate_view<T, N, MemorySpace>(label, shapes[k], initialize));
     return;
   }
-  for (std::size_t k = 0; k < count; ++k)
-    views.push_back(view_on_record_of_shape<View>(reinterpret_cast<T*>(static_cast<char*>(block.data) + offsets[k]),
-                                                  record, shapes[k], std::make_index_sequence<N>{}));
-  if (initialize)
-    for (const View& v : views) Kokkos::deep_copy(v, T());
+  for (std::size_t k = 0; k < count; ++k) {
+    View v = view_on_record_of_shape<View>(reinterpret_cast<T*>(static_cast<char*>(block.data) + offsets[k]), record,
+                                           shapes[k], std::make_index_sequence<N>{});
+    if (initialize) Kokkos::deep_copy(v, T());
+    emit(k, std::move(v));
+  }
 }
+
+// The same views in a list.
 template <class T, int N, class MemorySpace, class ShapeOf>
 std::vector<ShardView<T, N, MemorySpace>> allocate_views(const std::string& label, std::size_t count,
                                                          ShapeOf&& shape_of, bool initialize) {
   std::vector<ShardView<T, N, MemorySpace>> views;
-  allocate_views<T, N, MemorySpace>(views, label, count, std::forward<ShapeOf>(shape_of), initialize);
+  views.reserve(count);
+  allocate_views_each<T, N, MemorySpace>(
+      label, count, std::forward<ShapeOf>(shape_of), initialize,
+      [&](std::size_t, ShardView<T, N, MemorySpace>&& v) { views.push_back(std::move(v)); });
   return views;
 }
 

@@ -343,18 +343,18 @@ template <int R, class T, int N, class M>
 DistributedArray<T, R, M> execute_plan(const char* api, const CollectivePlan& plan, const DistributedArray<T, N, M>& a,
                                        bool reduction, ReduceOp op) {
   const std::string label = std::string("darray::") + api;
-  static thread_local std::vector<ShardView<T, R, M>> views;
-  allocate_views<T, R, M>(
-      views, label, plan.targets.size(), [&](std::size_t k) -> const Shape& { return plan.targets[k].out_shape; },
-      false);
-  std::vector<Shard<T, R, M>> out;
-  out.reserve(plan.targets.size());
-  for (std::size_t k = 0; k < plan.targets.size(); ++k) {
-    const Target& t = plan.targets[k];
-    if (t.zero_fill) Kokkos::deep_copy(views[k], T());
-    out.push_back(Shard<T, R, M>{t.device, t.out_index, t.replica_id, std::move(views[k])});
-  }
-  views.clear();
+  std::vector<Shard<T, R, M>> out(plan.targets.size());
+  allocate_views_each<T, R, M>(
+      label, plan.targets.size(), [&](std::size_t k) -> const Shape& { return plan.targets[k].out_shape; }, false,
+      [&](std::size_t k, ShardView<T, R, M>&& v) {
+        const Target& t = plan.targets[k];
+        Shard<T, R, M>& s = out[k];
+        s.device = t.device;
+        s.index = t.out_index;
+        s.replica_id = t.replica_id;
+        s.data = std::move(v);
+        if (t.zero_fill) Kokkos::deep_copy(s.data, T());
+      });
   execute_plan_into<R>(api, plan, a, reduction, op, out, /*fresh=*/true);
   return detail::adopt_shards<T, R, M>(plan.out_shape, plan.out_sharding, std::move(out));
 }
