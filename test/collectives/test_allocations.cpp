@@ -24,7 +24,13 @@ __attribute__((noinline)) void* operator new(std::size_t n) {
   if (void* p = std::malloc(n > 0 ? n : 1)) return p;
   throw std::bad_alloc();
 }
+// The nothrow form too: under AddressSanitizer an unreplaced one would come from its runtime and be freed here.
+__attribute__((noinline)) void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
+  if (counting) ++news;
+  return std::malloc(n > 0 ? n : 1);
+}
 __attribute__((noinline)) void operator delete(void* p) noexcept { std::free(p); }
+__attribute__((noinline)) void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
 __attribute__((noinline)) void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
 namespace {
