@@ -285,10 +285,13 @@ TEST_CASE("forward(in, out) / backward(in, out) into kept arrays, in place too",
 }
 
 TEST_CASE("strided dims beyond the cache go through tiled passes, partial last tiles included", "[fft]") {
-  // Column groups of 180 x 230 complex128 (662 KB) and 256 x 260 complex64 (532 KB) exceed the 512 KB below which
-  // FFTW plans strided dims itself: stage 0 of {3, 180, 230} and stage 1 of {180, 2, 230} are tiled, 11 columns
-  // per tile, 230 = 20 x 11 + 10.
-  for (const Shape& shape : {Shape{3, 180, 230}, Shape{180, 2, 230}}) {
+  // Column groups of 180 x 230 complex128 (662 KB), 100 x 331 complex128 (530 KB) and 256 x 260 complex64
+  // (532 KB) exceed the 512 KB below which FFTW plans strided dims itself: stage 0 of {3, 180, 230} and stage 1 of
+  // {180, 2, 230} are tiled in column tiles of 11 columns, 230 = 20 x 11 + 10; stage 0 of {4, 100, 331} in
+  // interleaved tiles (n <= 128) of 20 columns (32 KiB), 331 = 16 x 20 + 11. Groups of 90 x 200 complex128 (288 KB)
+  // and of 90 x 101 (the r2c half spectrum of 90 x 200, 145 KB) lie between 128 KB and 512 KB: stage 0 of
+  // {4, 90, 200} runs FFTW's row plan and then the tiled pass (22 columns per tile, 200 = 9 x 22 + 2) plane by plane.
+  for (const Shape& shape : {Shape{3, 180, 230}, Shape{180, 2, 230}, Shape{4, 100, 331}, Shape{4, 90, 200}}) {
     const NamedSharding sharding(make_mesh({device_count()}, {"x"}), P("x"));
     INFO(sharding << " shape " << shape_to_string(shape));
     const fft::Plan<double> plan(shape, sharding);
@@ -297,6 +300,16 @@ TEST_CASE("strided dims beyond the cache go through tiled passes, partial last t
     const auto y = plan.forward(x);
     REQUIRE(all_ok(relative_error(process_allgather(y), Serial<double>::c2c(gx, shape, FFTW_FORWARD)) < 1e-12));
     REQUIRE(all_ok(relative_error(process_allgather(plan.backward(y)), gx) < 1e-12));
+  }
+  {
+    const Shape shape{4, 90, 200};
+    const NamedSharding sharding(make_mesh({device_count()}, {"x"}), P("x"));
+    const fft::RealPlan<double> rplan(shape, sharding);
+    const auto xr = fft_test::random_array<double>(shape, sharding, 43);
+    const auto gxr = process_allgather(xr);
+    const auto yr = rplan.forward(xr);
+    REQUIRE(all_ok(relative_error(process_allgather(yr), Serial<double>::r2c(gxr, shape)) < 1e-12));
+    REQUIRE(all_ok(relative_error(process_allgather(rplan.backward(yr)), gxr) < 1e-12));
   }
   const Shape shape{3, 256, 260};
   const NamedSharding sharding(make_mesh({device_count()}, {"x"}), P("x"));

@@ -188,7 +188,7 @@ class FftwGuruPlan {
 // A c2c pass along one strided dim of a complex block (extents in memory order), in tiles: `chunk` columns of the
 // dims inside it are gathered into a small contiguous buffer, transformed as `chunk` FFTs, and scattered back.
 // FFTW_ESTIMATE plans a strided dim under a long contiguous loop poorly (power-of-two strides thrash the cache;
-// over twice slower than this at 256^3), while the tile stays in L1/L2. Short dims (n <= 128) keep the tile
+// over twice slower than this at 256^3), while the tile stays in L1. Short dims (n <= 128) keep the tile
 // interleaved, row i of the tile being one run of `chunk` columns, so gather and scatter are memcpy runs of up to
 // 1 KiB and FFTW transforms the columns at stride `chunk`; longer dims store each column contiguously (measured on
 // a (n, n/2, n) block: interleaved 6.3 ms against 8.9 ms at n = 128, but slower from n = 192 on).
@@ -206,10 +206,11 @@ class FftwTiledPass {
     for (std::size_t k = 0; k < p; ++k) m_outer *= extents[k];
     for (std::size_t k = p + 1; k < extents.size(); ++k) m_inner *= extents[k];
     m_interleaved = m_n <= interleaved_max_n;
-    // Interleaved: up to 64 columns (1 KiB runs, a tile of at most 128 KiB). Column tiles: about 32 KiB, at most
-    // 16 and at least 1 column.
-    m_chunk = m_interleaved ? std::min<int64_t>(64, m_inner)
-                            : std::max<int64_t>(1, std::min<int64_t>({16, m_inner, 2048 / std::max<int64_t>(m_n, 1)}));
+    // Interleaved: as many columns as fill 32 KiB (L1), at most 64 (runs of up to 1 KiB). Column tiles: 2048
+    // elements (32 KiB complex128, 16 KiB complex64), at most 16 columns. At least 1 column.
+    const int64_t n = std::max<int64_t>(m_n, 1);
+    const int64_t fit = m_interleaved ? static_cast<int64_t>(interleaved_tile_bytes / sizeof(Cx)) / n : 2048 / n;
+    m_chunk = std::max<int64_t>(1, std::min<int64_t>({m_interleaved ? 64 : 16, m_inner, fit}));
     m_scratch = static_cast<Cx*>(Api::allocate(static_cast<std::size_t>(m_n * m_chunk) * sizeof(Cx)));
     DARRAY_THROW_IF(m_scratch == nullptr, Error, "fft::Plan",
                     "cannot allocate an FFT tile of " << m_n * m_chunk << " elements");
@@ -279,6 +280,12 @@ class FftwTiledPass {
   }
 
   static constexpr int64_t interleaved_max_n = 128;
+  // An interleaved tile's size: L1's 32 KiB. Measured on (n, n, n) complex128 blocks, the pass along dim 0
+  // (FFTW_ESTIMATE): at n = 64, 0.43 ms in 32 KiB tiles against 0.67 ms in the 64-column (64 KiB) tiles used
+  // before; at n = 96, 3.4 against 7.3 ms (96 KiB); at n = 128, 6.3 against 8.7 ms (128 KiB); 8 KiB tiles are
+  // slower again (0.53 ms at 64). complex64 at n = 64 and 128: 32 KiB as fast as 64 columns, 16 KiB 10-20 % slower.
+  // (Column tiles of complex64 at n = 256 stay at 16 KiB: 32 KiB ones took 71 against 36 ms along dim 1.)
+  static constexpr std::size_t interleaved_tile_bytes = std::size_t(32) << 10;
 
   int64_t m_n = 1, m_outer = 1, m_inner = 1, m_chunk = 1;
   bool m_interleaved = false;
@@ -287,29 +294,60 @@ class FftwTiledPass {
   typename Api::plan_type m_tail = nullptr;
 };
 
-// A strided dim goes to a tiled pass when one group of its columns (the dim times everything inside it) spans more
-// than this; below it the data stays in L2 and FFTW's own plans are as fast (FFTW-MPI's 2-D planes of 128^2 are).
+// A strided dim goes to a tiled pass over the whole block when one group of its columns (the dim times everything
+// inside it) spans more than this. Below it the group stays in L2: the FFTW plan of the dims inside it runs on one
+// group (a plane) at a time, and the dim is tiled on that group right after, while it is still in cache, once the
+// group spans more than fused_pass_min_bytes; smaller groups stay in L1 and FFTW's own plans are as fast.
 inline constexpr std::size_t tiled_pass_min_bytes = std::size_t(512) << 10;
+inline constexpr std::size_t fused_pass_min_bytes = std::size_t(128) << 10;
 
 // The FFTW planner flags of an effort level: 0 estimate, 1 measure, 2 patient.
 inline unsigned fftw_flags(int level) { return level >= 2 ? FFTW_PATIENT : level == 1 ? FFTW_MEASURE : FFTW_ESTIMATE; }
 
 // The FFTW plan of one LocalProblem, split as `method` says (see Method): one guru plan for the innermost dim
-// (r2c/c2r included) and the strided dims the method leaves to FFTW, then a tiled pass per remaining strided dim.
+// (r2c/c2r included) and the strided dims the method leaves to FFTW; tiled passes along the strided dims whose
+// column groups fit in L2 ("fused"), run group by group right after the guru plan on that group; then a tiled pass
+// over the whole block per remaining strided dim.
 template <class R>
 class FftwPlan {
  public:
   FftwPlan(const LocalProblem& problem, Method method, unsigned flags) : m_problem(problem) {
     const Shape& complex = problem.kind == Kind::r2c ? problem.out_block : problem.in_block;
-    std::vector<int> guru, tiled;
-    split(problem, method, &guru, &tiled);
-    // r2c and c2r need their halved (innermost) dim in the guru plan; a c2c problem may be all tiled.
-    if (!guru.empty()) m_main = std::make_unique<FftwGuruPlan<R>>(problem, guru, flags);
+    std::vector<int> guru, fused, tiled;
+    split(problem, method, &guru, &fused, &tiled);
+    if (!fused.empty()) {
+      // Groups: the sub-blocks from the outermost fused dim inwards, one per index of the dims outside it.
+      const auto f = static_cast<std::size_t>(fused.front());
+      LocalProblem group = problem;
+      group.in_block.assign(problem.in_block.begin() + static_cast<std::ptrdiff_t>(f), problem.in_block.end());
+      group.out_block.assign(problem.out_block.begin() + static_cast<std::ptrdiff_t>(f), problem.out_block.end());
+      group.dims.clear();
+      for (int d : problem.dims)
+        if (d >= fused.front()) group.dims.push_back(d - fused.front());
+      // Guru dims lie inside the group (their spans are smaller), but for dims of extent 1 outside it: FFTs of
+      // length 1, which change nothing.
+      std::vector<int> inside;
+      for (int d : guru)
+        if (d > fused.front()) inside.push_back(d - fused.front());
+      guru = std::move(inside);
+      m_groups = volume(Shape(problem.in_block.begin(), problem.in_block.begin() + static_cast<std::ptrdiff_t>(f)));
+      m_in_group_bytes = static_cast<std::size_t>(volume(group.in_block)) * element_bytes(problem.kind != Kind::r2c);
+      m_out_group_bytes = static_cast<std::size_t>(volume(group.out_block)) * element_bytes(problem.kind != Kind::c2r);
+      const Shape group_complex(complex.begin() + static_cast<std::ptrdiff_t>(f), complex.end());
+      if (!guru.empty()) m_main = std::make_unique<FftwGuruPlan<R>>(group, guru, flags);
+      for (int d : fused)
+        m_fused.push_back(std::make_unique<FftwTiledPass<R>>(group_complex, d - fused.front(), problem.forward, flags));
+    } else if (!guru.empty()) {
+      // r2c and c2r need their halved (innermost) dim in the guru plan; a c2c problem may be all tiled.
+      m_main = std::make_unique<FftwGuruPlan<R>>(problem, guru, flags);
+    }
     for (int d : tiled) m_passes.push_back(std::make_unique<FftwTiledPass<R>>(complex, d, problem.forward, flags));
   }
 
-  // The dims `method` leaves to the guru plan and those it tiles (equal splits mean equal plans).
-  static void split(const LocalProblem& problem, Method method, std::vector<int>* guru, std::vector<int>* tiled) {
+  // The dims `method` leaves to the guru plan, those it tiles group by group and those it tiles over the whole
+  // block (equal splits mean equal plans).
+  static void split(const LocalProblem& problem, Method method, std::vector<int>* guru, std::vector<int>* fused,
+                    std::vector<int>* tiled) {
     const int last = static_cast<int>(problem.in_block.size()) - 1;
     // The complex side's extents: what the tiled passes walk.
     const Shape& complex = problem.kind == Kind::r2c ? problem.out_block : problem.in_block;
@@ -318,10 +356,14 @@ class FftwPlan {
       for (std::size_t k = static_cast<std::size_t>(d); k < complex.size(); ++k)
         span *= static_cast<std::size_t>(complex[k]);
       const bool strided = d != last && complex[static_cast<std::size_t>(d)] > 1;
-      const bool tile = method == Method::tiled    ? strided
-                        : method == Method::passes ? strided && span > tiled_pass_min_bytes
-                                                   : false;
-      (tile ? tiled : guru)->push_back(d);
+      if (method == Method::tiled && strided)
+        tiled->push_back(d);
+      else if (method == Method::passes && strided && span > tiled_pass_min_bytes)
+        tiled->push_back(d);
+      else if (method == Method::passes && strided && span > fused_pass_min_bytes)
+        fused->push_back(d);
+      else
+        guru->push_back(d);
     }
   }
 
@@ -329,7 +371,20 @@ class FftwPlan {
     switch (m_problem.kind) {
       case Kind::c2c: {
         const void* src = in;
-        if (m_main) {
+        if (!m_fused.empty()) {
+          for_each_group(in, out, [&](void* i, void* o) {
+            const void* s = i;
+            if (m_main) {
+              m_main->execute(i, o);
+              s = o;
+            }
+            for (auto& pass : m_fused) {
+              pass->execute(s, o);
+              s = o;
+            }
+          });
+          src = out;
+        } else if (m_main) {
           m_main->execute(in, out);
           src = out;
         }
@@ -340,20 +395,39 @@ class FftwPlan {
         break;
       }
       case Kind::r2c:
-        m_main->execute(in, out);
+        for_each_group(in, out, [&](void* i, void* o) {
+          m_main->execute(i, o);
+          for (auto& pass : m_fused) pass->execute(o, o);
+        });
         for (auto& pass : m_passes) pass->execute(out, out);
         break;
       case Kind::c2r:  // the c2c passes first, in place on the input (c2r may overwrite it anyway)
         for (auto& pass : m_passes) pass->execute(in, in);
-        m_main->execute(in, out);
+        for_each_group(in, out, [&](void* i, void* o) {
+          for (auto& pass : m_fused) pass->execute(i, i);
+          m_main->execute(i, o);
+        });
         break;
     }
   }
 
  private:
+  static std::size_t element_bytes(bool complex) { return complex ? 2 * sizeof(R) : sizeof(R); }
+
+  // f(in, out) on every group's blocks (the whole blocks when no dim is fused).
+  template <class F>
+  void for_each_group(void* in, void* out, F&& f) {
+    auto* i = static_cast<std::byte*>(in);
+    auto* o = static_cast<std::byte*>(out);
+    for (int64_t g = 0; g < m_groups; ++g, i += m_in_group_bytes, o += m_out_group_bytes) f(i, o);
+  }
+
   LocalProblem m_problem;
-  std::unique_ptr<FftwGuruPlan<R>> m_main;
+  std::unique_ptr<FftwGuruPlan<R>> m_main;                 // on one group when dims are fused, else the block
+  std::vector<std::unique_ptr<FftwTiledPass<R>>> m_fused;  // on one group, after m_main
   std::vector<std::unique_ptr<FftwTiledPass<R>>> m_passes;
+  int64_t m_groups = 1;
+  std::size_t m_in_group_bytes = 0, m_out_group_bytes = 0;
 };
 
 }  // namespace detail

@@ -600,8 +600,10 @@ class PlanCore {
       auto signature = [&](const Strategy& st) {
         std::vector<std::vector<int>> sig;
         for (std::size_t i = 0; i < m_boxes.size(); ++i) {
-          std::vector<int> guru, tiled;
-          FftwPlan<R>::split(slot_problem(slot, st, i), st.method, &guru, &tiled);
+          std::vector<int> guru, fused, tiled;
+          FftwPlan<R>::split(slot_problem(slot, st, i), st.method, &guru, &fused, &tiled);
+          guru.push_back(-1);
+          guru.insert(guru.end(), fused.begin(), fused.end());
           guru.push_back(-1);
           guru.insert(guru.end(), tiled.begin(), tiled.end());
           sig.push_back(guru);
