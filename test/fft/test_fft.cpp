@@ -285,13 +285,14 @@ TEST_CASE("forward(in, out) / backward(in, out) into kept arrays, in place too",
 }
 
 TEST_CASE("strided dims beyond the cache go through tiled passes, partial last tiles included", "[fft]") {
-  // Column groups of 180 x 230 complex128 (662 KB), 100 x 331 complex128 (530 KB) and 256 x 260 complex64
-  // (532 KB) exceed the 512 KB below which FFTW plans strided dims itself: stage 0 of {3, 180, 230} and stage 1 of
-  // {180, 2, 230} are tiled in column tiles of 11 columns, 230 = 20 x 11 + 10; stage 0 of {4, 100, 331} in
-  // interleaved tiles (n <= 128) of 20 columns (32 KiB), 331 = 16 x 20 + 11. Groups of 90 x 200 complex128 (288 KB)
-  // and of 90 x 101 (the r2c half spectrum of 90 x 200, 145 KB) lie between 128 KB and 512 KB: stage 0 of
-  // {4, 90, 200} runs FFTW's row plan and then the tiled pass (22 columns per tile, 200 = 9 x 22 + 2) plane by plane.
-  for (const Shape& shape : {Shape{3, 180, 230}, Shape{180, 2, 230}, Shape{4, 100, 331}, Shape{4, 90, 200}}) {
+  // FFTW plans a strided dim itself while its column group (the dim times the dims inside it) spans at most 128 KB;
+  // up to 4 MiB the dim is tiled group by group after FFTW's plan of the dims inside; beyond, over the whole block.
+  // Column tiles (n > 128) of 11 columns: 180 x 230 complex128 groups (662 KB, by group), 230 = 20 x 11 + 10.
+  // Interleaved tiles (n <= 128) of 32 KiB: 100 x 331 (530 KB, by group), 20 columns, 331 = 16 x 20 + 11; 90 x 200
+  // (288 KB, by group), 22 columns, 200 = 9 x 22 + 2, and its r2c half spectrum 90 x 101 (145 KB, by group).
+  // Whole-block passes: 1100 x 260 (4.6 MB) in one-column tiles. complex64: 256 x 260 (532 KB, by group), 8 columns.
+  for (const Shape& shape :
+       {Shape{3, 180, 230}, Shape{180, 2, 230}, Shape{4, 100, 331}, Shape{4, 90, 200}, Shape{2, 1100, 260}}) {
     const NamedSharding sharding(make_mesh({device_count()}, {"x"}), P("x"));
     INFO(sharding << " shape " << shape_to_string(shape));
     const fft::Plan<double> plan(shape, sharding);
