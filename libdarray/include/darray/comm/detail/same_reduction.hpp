@@ -322,6 +322,14 @@ bool reduce_in_records(MPI_Comm comm, std::uint64_t fingerprint, const char* sen
   return record_header_agrees(header);
 }
 
+// Collective over comm: a record without payload (its header alone) through combine_records. Returns whether every
+// process passed the same fingerprint (and no payload), the same answer on every process.
+inline bool same_fingerprint(MPI_Comm comm, std::uint64_t fingerprint, const char* api) {
+  char record[record_header_bytes];
+  write_record_header(record, fingerprint);
+  return combine_records(comm, record, sizeof record, api, [](const char*, const char*, char*, std::size_t) {});
+}
+
 // Collective over comm: out = the combination over every process of its `count` elements of `elem_bytes` bytes at
 // send (send == out: in place), with the fingerprint check riding along: up to record_max_payload_bytes in one
 // record exchange per doubling step (combine_records, one exchange as MPI_Allreduce does for small messages; the
@@ -340,10 +348,7 @@ bool reduce_with_fingerprint(MPI_Comm comm, std::uint64_t fingerprint, const voi
   auto* to = static_cast<char*>(out);
   if (payload > halving_max_payload_bytes ||
       (payload > record_max_payload_bytes && record_header_bytes + payload > max_bytes)) {
-    char record[record_header_bytes];
-    write_record_header(record, fingerprint);
-    if (!combine_records(comm, record, sizeof record, api, [](const char*, const char*, char*, std::size_t) {}))
-      return false;
+    if (!same_fingerprint(comm, fingerprint, api)) return false;
     allreduce(comm, send == out ? MPI_IN_PLACE : send, out, count, type, op);
     return true;
   }
@@ -366,10 +371,7 @@ bool reduce_with_fingerprint(MPI_Comm comm, std::uint64_t fingerprint, const voi
 // theirs, so any mix of lengths is an error, never a hang.
 template <class Describe>
 void check_same_reduction(MPI_Comm comm, std::uint64_t fingerprint, const char* api, const Describe& describe) {
-  char record[record_header_bytes];
-  write_record_header(record, fingerprint);
-  if (!combine_records(comm, record, sizeof record, api, [](const char*, const char*, char*, std::size_t) {}))
-    throw_other_reduction(comm, api, describe());
+  if (!same_fingerprint(comm, fingerprint, api)) throw_other_reduction(comm, api, describe());
 }
 
 }  // namespace detail
