@@ -297,7 +297,8 @@ class FftwTiledPass {
 // A strided dim goes to a tiled pass over the whole block when one group of its columns (the dim times everything
 // inside it) spans more than tiled_pass_min_bytes. Below it the FFTW plan of the dims inside the group runs on one
 // group (a plane) at a time, and the dim is tiled on that group right after, while the group is still in cache, once
-// the group spans more than fused_pass_min_bytes; smaller groups stay in L1 and FFTW's own plans are as fast.
+// the group spans more than fused_pass_min_bytes; up to that FFTW's own plan of the group is as fast (bench/README,
+// "bench/fft after plane-by-plane tiled passes").
 // Measured (FFTW_ESTIMATE, local blocks, one plan per block): group by group against whole-block passes, c2c
 // (128, 256, 256) dims 1-2 62 against 90 ms, (16, 384, 384) 23 against 27 ms, (8, 512, 512) 16.5-17.5 both,
 // (4, 1024, 1024) 62-64 both; 256^3 c2c 268 against 320-329 ms, r2c 121-127 against 147-155 ms; against FFTW's
