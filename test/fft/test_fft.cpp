@@ -318,6 +318,35 @@ TEST_CASE("strided dims beyond the cache go through tiled passes, partial last t
   real_round_trip(0.0f, Shape{3, 256, 260}, 42, 1e-5);
 }
 
+TEST_CASE("r2c/c2r rows of power-of-two lengths go two at a time through one complex FFT", "[fft]") {
+  // Rows of 8 to 128 reals (to 64 under FFTW_MEASURE) go in pairs, a 32 KiB tile of pairs per complex FFT. Row counts
+  // at one device: 5 x 3 (odd: the last row pairs with zeros), 3 x 7 x 64 (11 pairs, under one tile of 32), 5 x 33 x
+  // 128 (83 pairs: 5 tiles of 16 and a tail of 3, odd), 4 x 64 x 64 (dim 0 tiled group by group, dim 1 FFTW's c2c after
+  // the pairs), 6 x 300 x 128 (dims 0 and 1 both tiled, no c2c after the pairs); complex64: 3 x 45 x 64 (68 pairs: a
+  // tile of 64 and a tail of 4, odd).
+  auto round_trip = [](auto zero, const Shape& shape, fft::Planner planner, std::uint64_t seed, double tol) {
+    using R = decltype(zero);
+    for (const PartitionSpec& spec : {P("x"), P(none, "x")}) {
+      const NamedSharding sharding(make_mesh({device_count()}, {"x"}), spec);
+      INFO(sharding << " shape " << shape_to_string(shape) << " real type " << dtype_name<R>() << " planner "
+                    << planner);
+      fft::Options options;
+      options.planner = planner;
+      const fft::RealPlan<R> plan(shape, sharding, options);
+      const auto x = fft_test::random_array<R>(shape, sharding, seed);
+      const auto gx = process_allgather(x);
+      const auto y = plan.forward(x);
+      REQUIRE(all_ok(relative_error(process_allgather(y), Serial<R>::r2c(gx, shape)) < tol));
+      REQUIRE(all_ok(relative_error(process_allgather(plan.backward(y)), gx) < tol));
+    }
+  };
+  for (const Shape& shape : {Shape{5, 3, 8}, Shape{3, 7, 64}, Shape{5, 33, 128}, Shape{4, 64, 64}, Shape{6, 300, 128}})
+    round_trip(0.0, shape, fft::Planner::estimate, 61, 1e-12);
+  round_trip(0.0, Shape{3, 7, 64}, fft::Planner::measure, 62, 1e-12);
+  round_trip(0.0f, Shape{3, 45, 64}, fft::Planner::estimate, 63, 1e-5);
+  round_trip(0.0f, Shape{2, 5, 16}, fft::Planner::measure, 64, 1e-5);
+}
+
 TEST_CASE("FFTW_MEASURE plans and unaligned shards give the same transform", "[fft]") {
   const Shape shape{6, 4, 5};
   const NamedSharding sharding = fft::auto_sharding(shape);

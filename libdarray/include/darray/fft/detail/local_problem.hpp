@@ -15,11 +15,12 @@ namespace detail {
 enum class Kind { c2c, r2c, c2r };
 
 // How a backend splits a LocalProblem into passes (FFTW; cuFFT has one way). passes: one FFTW plan for the
-// innermost dim and every strided dim whose column groups span at most 128 KiB, a tiled pass (gather, batched FFT,
-// scatter) per other strided dim, run plane by plane right after the FFTW plan where a plane fits in cache, over the
-// whole block where it does not, as fixed heuristics choose under FFTW_ESTIMATE; guru: one FFTW plan for all dims
-// (FFTW's own strided and multi-dim algorithms); tiled: a tiled pass over the whole block for every strided dim.
-// Measuring planners time all three.
+// innermost dim and every strided dim whose column groups span at most 128 KiB (r2c/c2r rows of 8 to 128 points,
+// powers of two, two at a time as one complex row, the strided dims then in a c2c plan), a tiled pass (gather,
+// batched FFT, scatter) per other strided dim, run plane by plane right after the FFTW plan where a plane fits in
+// cache, over the whole block where it does not, as fixed heuristics choose under FFTW_ESTIMATE; guru: one FFTW plan
+// for all dims (FFTW's own strided and multi-dim algorithms); tiled: a tiled pass over the whole block for every
+// strided dim. Measuring planners time all three.
 enum class Method { passes, guru, tiled };
 inline constexpr Method all_methods[] = {Method::passes, Method::guru, Method::tiled};
 

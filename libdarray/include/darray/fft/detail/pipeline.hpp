@@ -601,8 +601,9 @@ class PlanCore {
         std::vector<std::vector<int>> sig;
         for (std::size_t i = 0; i < m_boxes.size(); ++i) {
           std::vector<int> guru, fused, tiled;
-          FftwPlan<R>::split(slot_problem(slot, st, i), st.method, &guru, &fused, &tiled);
-          guru.push_back(-1);
+          const bool paired = FftwPlan<R>::split(slot_problem(slot, st, i), st.method, fftw_flags(m_local.level()),
+                                                 &guru, &fused, &tiled);
+          guru.push_back(paired ? -2 : -1);
           guru.insert(guru.end(), fused.begin(), fused.end());
           guru.push_back(-1);
           guru.insert(guru.end(), tiled.begin(), tiled.end());
