@@ -194,79 +194,42 @@ class FftwGuruPlan {
   typename Api::plan_type m_unaligned = nullptr;
 };
 
-// A c2c pass along one strided dim of a complex block (extents in memory order), in tiles: `chunk` columns of the
-// dims inside it are gathered into a small contiguous buffer, transformed as `chunk` FFTs, and scattered back.
-// FFTW_ESTIMATE plans a strided dim under a long contiguous loop poorly (power-of-two strides thrash the cache;
-// over twice slower than this at 256^3), while the tile stays in L1. Short dims (n <= 128) keep the tile
-// interleaved, row i of the tile being one run of `chunk` columns, so gather and scatter are memcpy runs of up to
-// 1 KiB and FFTW transforms the columns at stride `chunk`; longer dims store each column contiguously (measured on
-// a (n, n/2, n) block: interleaved 6.3 ms against 8.9 ms at n = 128, but slower from n = 192 on).
+// A scratch tile and FFTW's in-place c2c plans on it: `full` FFTs of n points, and `tail` of them (0: none) for a
+// last tile that holds fewer. FFT k's element i lies at i * count + k (interleaved) or at k * n + i. The tile holds
+// n * full elements and `extra` more after them. Shared by FftwTiledPass and FftwRowPairs.
 template <class R>
-class FftwTiledPass {
+class FftwTile {
   using Api = FftwApi<R>;
+
+ public:
   struct Cx {
     R re, im;
   };
 
- public:
-  FftwTiledPass(const Shape& extents, int position, bool forward, unsigned flags) {
-    const auto p = static_cast<std::size_t>(position);
-    m_n = extents[p];
-    for (std::size_t k = 0; k < p; ++k) m_outer *= extents[k];
-    for (std::size_t k = p + 1; k < extents.size(); ++k) m_inner *= extents[k];
-    m_interleaved = m_n <= interleaved_max_n;
-    // Interleaved: as many columns as fill 32 KiB (L1), at most 64 (runs of up to 1 KiB). Column tiles: 2048
-    // elements (32 KiB complex128, 16 KiB complex64), at most 16 columns. At least 1 column.
-    const int64_t n = std::max<int64_t>(m_n, 1);
-    const int64_t fit = m_interleaved ? static_cast<int64_t>(interleaved_tile_bytes / sizeof(Cx)) / n : 2048 / n;
-    m_chunk = std::max<int64_t>(1, std::min<int64_t>({m_interleaved ? 64 : 16, m_inner, fit}));
-    m_scratch = static_cast<Cx*>(Api::allocate(static_cast<std::size_t>(m_n * m_chunk) * sizeof(Cx)));
+  FftwTile(int64_t n, int64_t full, int64_t tail, bool interleaved, bool forward, unsigned flags, std::size_t extra = 0)
+      : m_n(n), m_full_count(full), m_interleaved(interleaved) {
+    const std::size_t elements = static_cast<std::size_t>(n * full) + extra;
+    m_scratch = static_cast<Cx*>(Api::allocate(elements * sizeof(Cx)));
     DARRAY_THROW_IF(m_scratch == nullptr, Error, "fft::Plan",
-                    "cannot allocate an FFT tile of " << m_n * m_chunk << " elements");
+                    "cannot allocate an FFT tile of " << elements << " elements");
     try {
-      m_full = make(m_chunk, forward, flags);
-      if (m_inner % m_chunk != 0) m_tail = make(m_inner % m_chunk, forward, flags);
+      m_full = make(full, forward, flags);
+      if (tail != 0) m_tail = make(tail, forward, flags);
     } catch (...) {
       release();
       throw;
     }
   }
-  FftwTiledPass(const FftwTiledPass&) = delete;
-  FftwTiledPass& operator=(const FftwTiledPass&) = delete;
-  ~FftwTiledPass() { release(); }
+  FftwTile(const FftwTile&) = delete;
+  FftwTile& operator=(const FftwTile&) = delete;
+  ~FftwTile() { release(); }
 
-  // dst = this dim's FFT of src (the same pointer: in place).
-  void execute(const void* src_ptr, void* dst_ptr) {
-    const Cx* src = static_cast<const Cx*>(src_ptr);
-    Cx* dst = static_cast<Cx*>(dst_ptr);
-    const int64_t n = m_n, inner = m_inner;
-    for (int64_t o = 0; o < m_outer; ++o) {
-      const Cx* s = src + o * n * inner;
-      Cx* t = dst + o * n * inner;
-      for (int64_t q = 0; q < inner; q += m_chunk) {
-        const int64_t c = std::min(m_chunk, inner - q);
-        if (m_interleaved) {
-          const auto run = static_cast<std::size_t>(c) * sizeof(Cx);
-          for (int64_t i = 0; i < n; ++i) std::memcpy(m_scratch + i * c, s + i * inner + q, run);
-        } else {
-          for (int64_t i = 0; i < n; ++i)
-            for (int64_t k = 0; k < c; ++k) m_scratch[k * n + i] = s[i * inner + q + k];
-        }
-        Api::execute_dft(c == m_chunk ? m_full : m_tail, m_scratch, m_scratch);
-        if (m_interleaved) {
-          const auto run = static_cast<std::size_t>(c) * sizeof(Cx);
-          for (int64_t i = 0; i < n; ++i) std::memcpy(t + i * inner + q, m_scratch + i * c, run);
-        } else {
-          for (int64_t i = 0; i < n; ++i)
-            for (int64_t k = 0; k < c; ++k) t[i * inner + q + k] = m_scratch[k * n + i];
-        }
-      }
-    }
-  }
+  Cx* data() const { return m_scratch; }
+  // The FFTs of a tile of `count` columns: the full count or the tail's.
+  void execute(int64_t count) { Api::execute_dft(count == m_full_count ? m_full : m_tail, m_scratch, m_scratch); }
 
  private:
   typename Api::plan_type make(int64_t count, bool forward, unsigned flags) {
-    // Interleaved: element i of column k at i * count + k; else at k * n + i.
     const auto stride = static_cast<std::ptrdiff_t>(m_interleaved ? count : 1);
     const auto distance = static_cast<std::ptrdiff_t>(m_interleaved ? 1 : m_n);
     const typename Api::iodim dim{static_cast<std::ptrdiff_t>(m_n), stride, stride};
@@ -288,6 +251,70 @@ class FftwTiledPass {
     m_scratch = nullptr;
   }
 
+  int64_t m_n = 1, m_full_count = 1;
+  bool m_interleaved = false;
+  Cx* m_scratch = nullptr;
+  typename Api::plan_type m_full = nullptr;
+  typename Api::plan_type m_tail = nullptr;
+};
+
+// A c2c pass along one strided dim of a complex block (extents in memory order), in tiles: `chunk` columns of the
+// dims inside it are gathered into a small contiguous buffer, transformed as `chunk` FFTs, and scattered back.
+// FFTW_ESTIMATE plans a strided dim under a long contiguous loop poorly (power-of-two strides thrash the cache;
+// over twice slower than this at 256^3), while the tile stays in L1. Short dims (n <= 128) keep the tile
+// interleaved, row i of the tile being one run of `chunk` columns, so gather and scatter are memcpy runs of up to
+// 1 KiB and FFTW transforms the columns at stride `chunk`; longer dims store each column contiguously (measured on
+// a (n, n/2, n) block: interleaved 6.3 ms against 8.9 ms at n = 128, but slower from n = 192 on).
+template <class R>
+class FftwTiledPass {
+  using Cx = typename FftwTile<R>::Cx;
+
+ public:
+  FftwTiledPass(const Shape& extents, int position, bool forward, unsigned flags) {
+    const auto p = static_cast<std::size_t>(position);
+    m_n = extents[p];
+    for (std::size_t k = 0; k < p; ++k) m_outer *= extents[k];
+    for (std::size_t k = p + 1; k < extents.size(); ++k) m_inner *= extents[k];
+    m_interleaved = m_n <= interleaved_max_n;
+    // Interleaved: as many columns as fill 32 KiB (L1), at most 64 (runs of up to 1 KiB). Column tiles: 2048
+    // elements (32 KiB complex128, 16 KiB complex64), at most 16 columns. At least 1 column.
+    const int64_t n = std::max<int64_t>(m_n, 1);
+    const int64_t fit = m_interleaved ? static_cast<int64_t>(interleaved_tile_bytes / sizeof(Cx)) / n : 2048 / n;
+    m_chunk = std::max<int64_t>(1, std::min<int64_t>({m_interleaved ? 64 : 16, m_inner, fit}));
+    m_tile = std::make_unique<FftwTile<R>>(m_n, m_chunk, m_inner % m_chunk, m_interleaved, forward, flags);
+  }
+
+  // dst = this dim's FFT of src (the same pointer: in place).
+  void execute(const void* src_ptr, void* dst_ptr) {
+    const Cx* src = static_cast<const Cx*>(src_ptr);
+    Cx* dst = static_cast<Cx*>(dst_ptr);
+    const int64_t n = m_n, inner = m_inner;
+    Cx* const tile = m_tile->data();
+    for (int64_t o = 0; o < m_outer; ++o) {
+      const Cx* s = src + o * n * inner;
+      Cx* t = dst + o * n * inner;
+      for (int64_t q = 0; q < inner; q += m_chunk) {
+        const int64_t c = std::min(m_chunk, inner - q);
+        if (m_interleaved) {
+          const auto run = static_cast<std::size_t>(c) * sizeof(Cx);
+          for (int64_t i = 0; i < n; ++i) std::memcpy(tile + i * c, s + i * inner + q, run);
+        } else {
+          for (int64_t i = 0; i < n; ++i)
+            for (int64_t k = 0; k < c; ++k) tile[k * n + i] = s[i * inner + q + k];
+        }
+        m_tile->execute(c);
+        if (m_interleaved) {
+          const auto run = static_cast<std::size_t>(c) * sizeof(Cx);
+          for (int64_t i = 0; i < n; ++i) std::memcpy(t + i * inner + q, tile + i * c, run);
+        } else {
+          for (int64_t i = 0; i < n; ++i)
+            for (int64_t k = 0; k < c; ++k) t[i * inner + q + k] = tile[k * n + i];
+        }
+      }
+    }
+  }
+
+ private:
   static constexpr int64_t interleaved_max_n = 128;
   // An interleaved tile's size: L1's 32 KiB. Measured on (n, n, n) complex128 blocks, the pass along dim 0
   // (FFTW_ESTIMATE): at n = 64, 0.43 ms in 32 KiB tiles against 0.67 ms in the 64-column (64 KiB) tiles used
@@ -298,9 +325,7 @@ class FftwTiledPass {
 
   int64_t m_n = 1, m_outer = 1, m_inner = 1, m_chunk = 1;
   bool m_interleaved = false;
-  Cx* m_scratch = nullptr;
-  typename Api::plan_type m_full = nullptr;
-  typename Api::plan_type m_tail = nullptr;
+  std::unique_ptr<FftwTile<R>> m_tile;  // m_chunk columns
 };
 
 // r2c (or c2r) along the contiguous innermost dim, two real rows as one complex row: rows 2q and 2q+1 are packed
@@ -311,48 +336,33 @@ class FftwTiledPass {
 // FFTW_ESTIMATE gives r2c scalar ones ("rdft2-r2hc-direct-64"); see pair_rows().
 template <class R>
 class FftwRowPairs {
-  using Api = FftwApi<R>;
-  struct Cx {
-    R re, im;
-  };
+  using Cx = typename FftwTile<R>::Cx;
 
  public:
   // rows rows of n reals (r2c's input, c2r's output) and of n / 2 + 1 complex (the other side).
   FftwRowPairs(int64_t rows, int64_t n, bool r2c, unsigned flags) : m_rows(rows), m_n(n), m_nc(n / 2 + 1), m_r2c(r2c) {
     const int64_t pairs = (rows + 1) / 2;
     m_chunk = std::max<int64_t>(1, std::min<int64_t>(pairs, static_cast<int64_t>(tile_bytes / sizeof(Cx)) / n));
-    const auto scratch = static_cast<std::size_t>(m_n * m_chunk);
     // A lone last row reads its partner from zeros and writes it to a spare row (2 nc reals hold n).
     const auto spare = static_cast<std::size_t>(rows % 2 == 1 ? 2 * m_nc : 0);
-    m_scratch = static_cast<Cx*>(Api::allocate((scratch + spare) * sizeof(Cx)));
-    DARRAY_THROW_IF(m_scratch == nullptr, Error, "fft::Plan",
-                    "cannot allocate an FFT tile of " << scratch + spare << " elements");
+    m_tile = std::make_unique<FftwTile<R>>(n, m_chunk, pairs % m_chunk, /*interleaved=*/false, r2c, flags, spare);
     if (spare != 0) {
-      m_zero = m_scratch + scratch;
+      m_zero = m_tile->data() + n * m_chunk;
       m_discard = m_zero + m_nc;
       std::fill(m_zero, m_zero + m_nc, Cx{0, 0});
     }
-    try {
-      m_full = make(m_chunk, flags);
-      if (pairs % m_chunk != 0) m_tail = make(pairs % m_chunk, flags);
-    } catch (...) {
-      release();
-      throw;
-    }
   }
-  FftwRowPairs(const FftwRowPairs&) = delete;
-  FftwRowPairs& operator=(const FftwRowPairs&) = delete;
-  ~FftwRowPairs() { release(); }
 
   // r2c: in holds the real rows, out the half spectra; c2r the other way round. in is only read.
   void execute(const void* in, void* out) {
     const int64_t n = m_n, nc = m_nc, pairs = (m_rows + 1) / 2;
+    Cx* const tile = m_tile->data();
     for (int64_t q0 = 0; q0 < pairs; q0 += m_chunk) {
       const int64_t c = std::min(m_chunk, pairs - q0);
       for (int64_t q = 0; q < c; ++q) {
         const int64_t a = 2 * (q0 + q);
         const bool lone = a + 1 == m_rows;
-        Cx* z = m_scratch + q * n;
+        Cx* z = tile + q * n;
         if (m_r2c) {
           const R* x = static_cast<const R*>(in) + a * n;
           const R* y = lone ? &m_zero->re : x + n;
@@ -368,11 +378,11 @@ class FftwRowPairs {
           if (n % 2 == 0) z[n / 2] = Cx{x[n / 2].re, y[n / 2].re};
         }
       }
-      Api::execute_dft(c == m_chunk ? m_full : m_tail, m_scratch, m_scratch);
+      m_tile->execute(c);
       for (int64_t q = 0; q < c; ++q) {
         const int64_t a = 2 * (q0 + q);
         const bool lone = a + 1 == m_rows;
-        const Cx* z = m_scratch + q * n;
+        const Cx* z = tile + q * n;
         if (m_r2c) {
           Cx* x = static_cast<Cx*>(out) + a * nc;
           Cx* y = lone ? m_discard : x + nc;
@@ -396,37 +406,14 @@ class FftwRowPairs {
   }
 
  private:
-  typename Api::plan_type make(int64_t count, unsigned flags) {
-    const typename Api::iodim dim{static_cast<std::ptrdiff_t>(m_n), 1, 1};
-    const typename Api::iodim loop{static_cast<std::ptrdiff_t>(count), static_cast<std::ptrdiff_t>(m_n),
-                                   static_cast<std::ptrdiff_t>(m_n)};
-    typename Api::plan_type p = nullptr;
-    {
-      std::lock_guard<std::mutex> lock(fftw_planner_mutex());
-      p = Api::dft(1, &dim, 1, &loop, m_scratch, m_scratch, m_r2c ? FFTW_FORWARD : FFTW_BACKWARD, flags);
-    }
-    DARRAY_THROW_IF(p == nullptr, NotSupported, "fft::Plan", "FFTW could not plan " << count << " FFTs of " << m_n);
-    return p;
-  }
-  void release() noexcept {
-    std::lock_guard<std::mutex> lock(fftw_planner_mutex());
-    if (m_full != nullptr) Api::destroy(m_full);
-    if (m_tail != nullptr) Api::destroy(m_tail);
-    if (m_scratch != nullptr) Api::release(m_scratch);
-    m_full = m_tail = nullptr;
-    m_scratch = nullptr;
-  }
-
   // The tile of packed rows: 32 KiB, as the interleaved tiles of FftwTiledPass.
   static constexpr std::size_t tile_bytes = std::size_t(32) << 10;
 
   int64_t m_rows = 0, m_n = 1, m_nc = 1, m_chunk = 1;
   bool m_r2c = true;
-  Cx* m_scratch = nullptr;
-  Cx* m_zero = nullptr;     // nc complex zeros (n reals), for a lone last row
-  Cx* m_discard = nullptr;  // where a lone last row's missing partner is written
-  typename Api::plan_type m_full = nullptr;
-  typename Api::plan_type m_tail = nullptr;
+  std::unique_ptr<FftwTile<R>> m_tile;  // m_chunk packed rows, then the spare rows
+  Cx* m_zero = nullptr;                 // nc complex zeros (n reals), for a lone last row
+  Cx* m_discard = nullptr;              // where a lone last row's missing partner is written
 };
 
 // A strided dim goes to a tiled pass over the whole block when one group of its columns (the dim times everything
