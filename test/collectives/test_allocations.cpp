@@ -4,6 +4,7 @@
 // one index per shard; the blocks come from the shard memory cache, not from operator new).
 #include <catch2/catch.hpp>
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <new>
 #include <string>
@@ -95,6 +96,28 @@ TEST_CASE("allocating collectives allocate only what their result owns") {
   INFO(n << " operator new calls for one psum with " << local << " local devices");
   REQUIRE(all_ok(n <= 2 + local));
   REQUIRE(all_ok(y.addressable_data(0)(0) == static_cast<double>(nd * (nd - 1) / 2)));
+  // The same for every collective, whatever the length of its name (the result blocks' label, "darray::all_gather",
+  // is longer than std::string's inline buffer).
+  std::vector<std::pair<int, int>> shift;
+  for (int i = 0; i < static_cast<int>(nd); ++i) shift.emplace_back(i, (i + 1) % static_cast<int>(nd));
+  const auto xc = iota<double, 1>({nd * nd}, by_i);
+  auto y1 = pmax(x, "i");
+  auto y2 = all_gather(x, "i", 0, tiled);
+  auto y3 = all_to_all(xc, "i", 0, 0);
+  auto y4 = ppermute(x, "i", shift);
+  auto y5 = psum_scatter(xc, "i", 0);
+  const std::vector<std::pair<const char*, std::function<void()>>> calls = {
+      {"pmax", [&] { y1 = pmax(x, "i"); }},
+      {"all_gather", [&] { y2 = all_gather(x, "i", 0, tiled); }},
+      {"all_to_all", [&] { y3 = all_to_all(xc, "i", 0, 0); }},
+      {"ppermute", [&] { y4 = ppermute(x, "i", shift); }},
+      {"psum_scatter", [&] { y5 = psum_scatter(xc, "i", 0); }}};
+  for (const auto& [name, call] : calls) {
+    call();  // warm-up
+    const long m = count_news(1, call);
+    INFO(m << " operator new calls for one " << name << " with " << local << " local devices");
+    REQUIRE(all_ok(m <= 2 + local));
+  }
 }
 
 TEST_CASE("a plan cache keeps the key it was asked for when build() reuses the caller's key") {

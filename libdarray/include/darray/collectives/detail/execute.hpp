@@ -342,7 +342,8 @@ void execute_plan_into(const char* api, const CollectivePlan& plan, const Distri
 template <int R, class T, int N, class M>
 DistributedArray<T, R, M> execute_plan(const char* api, const CollectivePlan& plan, const DistributedArray<T, N, M>& a,
                                        bool reduction, ReduceOp op) {
-  const std::string label = std::string("darray::") + api;
+  static thread_local std::string label;  // reused: no allocation per call once warm
+  label.assign("darray::").append(api);
   std::vector<Shard<T, R, M>> out(plan.targets.size());
   allocate_views_each<T, R, M>(
       label, plan.targets.size(), [&](std::size_t k) -> const Shape& { return plan.targets[k].out_shape; }, false,

@@ -5,6 +5,7 @@
 
 #include <Kokkos_Core.hpp>
 #include <cstddef>
+#include <cstring>
 #include <string>
 
 #if !defined(KOKKOS_VERSION)
@@ -60,7 +61,7 @@ class ExternalAllocationRecord : public Kokkos::Impl::SharedAllocationRecord<voi
   using Header = Kokkos::Impl::SharedAllocationHeader;
   using release_function = Base::function_type;
 
-  std::string get_label() const override { return m_block_label; }
+  std::string get_label() const override { return m_long_label.empty() ? std::string(m_label) : m_long_label; }
 
  protected:
   ExternalAllocationRecord(void* data, std::size_t bytes, release_function release, const std::string& label)
@@ -73,8 +74,12 @@ class ExternalAllocationRecord : public Kokkos::Impl::SharedAllocationRecord<voi
             ,
             label
 #endif
-            ),
-        m_block_label(label) {
+        ) {
+    // Labels up to 47 characters are kept inline: no heap allocation per record (one per allocating call).
+    if (label.size() < sizeof(m_label))
+      std::memcpy(m_label, label.c_str(), label.size() + 1);
+    else
+      m_long_label = label;
   }
 
  private:
@@ -84,7 +89,8 @@ class ExternalAllocationRecord : public Kokkos::Impl::SharedAllocationRecord<voi
     return &root;
   }
 #endif
-  std::string m_block_label;
+  char m_label[48] = {};
+  std::string m_long_label;
 };
 
 // A managed view of `View`'s type over `data` (extents `extents...`) whose reference count lives in `record`
