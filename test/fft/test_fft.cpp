@@ -284,6 +284,20 @@ TEST_CASE("forward(in, out) / backward(in, out) into kept arrays, in place too",
     }
 }
 
+// r2c of a random array against serial FFTW, and c2r back to it, element type R, within tol.
+template <class R>
+void check_real_round_trip(const Shape& shape, const NamedSharding& sharding, const fft::Options& options,
+                           std::uint64_t seed, double tol) {
+  INFO(sharding << " shape " << shape_to_string(shape) << " real type " << dtype_name<R>() << " planner "
+                << options.planner);
+  const fft::RealPlan<R> plan(shape, sharding, options);
+  const auto x = fft_test::random_array<R>(shape, sharding, seed);
+  const auto gx = process_allgather(x);
+  const auto y = plan.forward(x);
+  REQUIRE(all_ok(relative_error(process_allgather(y), Serial<R>::r2c(gx, shape)) < tol));
+  REQUIRE(all_ok(relative_error(process_allgather(plan.backward(y)), gx) < tol));
+}
+
 TEST_CASE("strided dims beyond the cache go through tiled passes, partial last tiles included", "[fft]") {
   // FFTW plans a strided dim itself while its column group (the dim times the dims inside it) spans at most 128 KB;
   // up to 4 MiB the dim is tiled group by group after FFTW's plan of the dims inside; beyond, over the whole block.
@@ -302,20 +316,9 @@ TEST_CASE("strided dims beyond the cache go through tiled passes, partial last t
     REQUIRE(all_ok(relative_error(process_allgather(y), Serial<double>::c2c(gx, shape, FFTW_FORWARD)) < 1e-12));
     REQUIRE(all_ok(relative_error(process_allgather(plan.backward(y)), gx) < 1e-12));
   }
-  // r2c and c2r against serial FFTW, element type R, within tolerance tol.
-  auto real_round_trip = [](auto zero, const Shape& shape, std::uint64_t seed, double tol) {
-    using R = decltype(zero);
-    const NamedSharding sharding(make_mesh({device_count()}, {"x"}), P("x"));
-    INFO(sharding << " shape " << shape_to_string(shape) << " real type " << dtype_name<R>());
-    const fft::RealPlan<R> rplan(shape, sharding);
-    const auto xr = fft_test::random_array<R>(shape, sharding, seed);
-    const auto gxr = process_allgather(xr);
-    const auto yr = rplan.forward(xr);
-    REQUIRE(all_ok(relative_error(process_allgather(yr), Serial<R>::r2c(gxr, shape)) < tol));
-    REQUIRE(all_ok(relative_error(process_allgather(rplan.backward(yr)), gxr) < tol));
-  };
-  real_round_trip(0.0, Shape{4, 90, 200}, 43, 1e-12);
-  real_round_trip(0.0f, Shape{3, 256, 260}, 42, 1e-5);
+  const NamedSharding slabs(make_mesh({device_count()}, {"x"}), P("x"));
+  check_real_round_trip<double>(Shape{4, 90, 200}, slabs, fft::Options{}, 43, 1e-12);
+  check_real_round_trip<float>(Shape{3, 256, 260}, slabs, fft::Options{}, 42, 1e-5);
 }
 
 TEST_CASE("r2c/c2r rows of power-of-two lengths go two at a time through one complex FFT", "[fft]") {
@@ -325,20 +328,11 @@ TEST_CASE("r2c/c2r rows of power-of-two lengths go two at a time through one com
   // the pairs), 6 x 300 x 128 (dims 0 and 1 both tiled, no c2c after the pairs); complex64: 3 x 45 x 64 (68 pairs: a
   // tile of 64 and a tail of 4, odd).
   auto round_trip = [](auto zero, const Shape& shape, fft::Planner planner, std::uint64_t seed, double tol) {
-    using R = decltype(zero);
-    for (const PartitionSpec& spec : {P("x"), P(none, "x")}) {
-      const NamedSharding sharding(make_mesh({device_count()}, {"x"}), spec);
-      INFO(sharding << " shape " << shape_to_string(shape) << " real type " << dtype_name<R>() << " planner "
-                    << planner);
-      fft::Options options;
-      options.planner = planner;
-      const fft::RealPlan<R> plan(shape, sharding, options);
-      const auto x = fft_test::random_array<R>(shape, sharding, seed);
-      const auto gx = process_allgather(x);
-      const auto y = plan.forward(x);
-      REQUIRE(all_ok(relative_error(process_allgather(y), Serial<R>::r2c(gx, shape)) < tol));
-      REQUIRE(all_ok(relative_error(process_allgather(plan.backward(y)), gx) < tol));
-    }
+    fft::Options options;
+    options.planner = planner;
+    for (const PartitionSpec& spec : {P("x"), P(none, "x")})
+      check_real_round_trip<decltype(zero)>(shape, NamedSharding(make_mesh({device_count()}, {"x"}), spec), options,
+                                            seed, tol);
   };
   for (const Shape& shape : {Shape{5, 3, 8}, Shape{3, 7, 64}, Shape{5, 33, 128}, Shape{4, 64, 64}, Shape{6, 300, 128}})
     round_trip(0.0, shape, fft::Planner::estimate, 61, 1e-12);
