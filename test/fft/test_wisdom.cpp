@@ -305,6 +305,73 @@ TEST_CASE("wisdom paths that cannot be read or written", "[fft]") {
   fft::forget_wisdom();
 }
 
+// The darray section of a wisdom text with every strategy replaced by `strategy`.
+std::string with_strategy(const std::string& text, const std::string& strategy) {
+  std::istringstream in(text);
+  std::ostringstream out;
+  std::string line;
+  bool darray_section = false;
+  while (std::getline(in, line)) {
+    if (line.rfind("(darray-fft-wisdom", 0) == 0) darray_section = true;
+    if (darray_section && line.rfind("  (", 0) == 0) {
+      std::istringstream fields(line.substr(3));
+      std::string key, old, level;
+      fields >> key >> old >> level;
+      line = "  (" + key + " " + strategy + " " + level;
+    }
+    if (line == ")") darray_section = false;
+    out << line << "\n";
+  }
+  return out.str();
+}
+
+TEST_CASE("estimate plans transform out of place; every strategy wisdom names, +copy included, computes the same",
+          "[fft]") {
+  TempDir dir;
+  const std::string path = dir.file("fft.wisdom");
+  const Shape shape{12, 10, 8};
+  for (const Mesh& mesh : fft_test::test_meshes()) {
+    const NamedSharding sharding(mesh, mesh.ndim() == 1 ? P("x") : P("r", "c"));
+    for (auto layout : {fft::OutputLayout::same, fft::OutputLayout::transposed}) {
+      INFO(sharding << " layout " << layout);
+      fft::forget_wisdom();
+      fft::Options estimate;
+      estimate.output = layout;
+      const std::string heuristic = fft::Plan<double>(shape, sharding, estimate).describe();
+      INFO(heuristic);
+      // Copying the input first and transforming in place only costs the copy (pipeline.hpp, default_strategy).
+      REQUIRE(all_ok(contains(heuristic, "stage 0 ") && !contains(heuristic, "+copy")));
+
+      write_on_root(path, "");
+      if (world_rank() == 0) std::filesystem::remove(path);
+      MPI_Barrier(MPI_COMM_WORLD);
+      { const fft::Plan<double> measured_plan(shape, sharding, measured(path, layout)); }
+      const std::string text = from_root(read_text(path));
+      const auto x = fft_test::random_array<C>(shape, sharding, 95);
+      const auto gx = process_allgather(x);
+      const auto expected = Serial<double>::c2c(gx, shape, FFTW_FORWARD);
+      for (const char* method : {"passes", "guru", "tiled"})
+        for (const char* copy : {"", "+copy"}) {
+          const std::string strategy = std::string(method) + copy;
+          INFO(strategy);
+          write_on_root(path, with_strategy(text, strategy));
+          fft::forget_wisdom();
+          fft::Options wise = estimate;
+          wise.wisdom_file = path;
+          const fft::Plan<double> plan(shape, sharding, wise);
+          const std::string d = plan.describe();
+          INFO(d);
+          // Stage 0 forward reads the caller's array: it takes the copy variant too.
+          REQUIRE(all_ok(contains(d, "stage 0 ") && contains(d, " forward " + strategy + " (wisdom)")));
+          const auto y = plan.forward(x);
+          REQUIRE(all_ok(relative_error(process_allgather(y), expected) < 1e-12));
+          REQUIRE(all_ok(relative_error(process_allgather(plan.backward(y)), gx) < 1e-12));
+        }
+    }
+  }
+  fft::forget_wisdom();
+}
+
 TEST_CASE("measured strategies: every candidate computes the same transform, the choice is agreed", "[fft]") {
   fft::forget_wisdom();
   // Big enough for tiled passes to differ from FFTW's strided plans.

@@ -375,8 +375,6 @@ class PlanCore {
     int cur_index = transposed() ? 0 : -1;  // -1: `out`
     std::vector<void*> cur = transposed() ? work(0) : out;
     if (copy && in != cur) {
-      // Copy, then transform in place: FFTW_ESTIMATE's out-of-place multi-dim plans are slower than that pair
-      // (bench/fft at 128^3, 2 processes: ratio 0.82 against 0.87-1.01 out of place).
       copy_then_fft(0, true, in, cur);
     } else {
       fft(0, first, true, in, cur);
@@ -483,12 +481,11 @@ class PlanCore {
     }
     return out;
   }
-  // What the estimate planner runs: stage 0 forward copies the input and transforms in place when a transpose
-  // follows (FFTW_ESTIMATE's out-of-place multi-dim plans are slower than that pair, see forward_pipeline); a single
-  // stage and the last stage backward transform out of place, reading the caller's array.
-  Strategy default_strategy(const Slot& slot) const {
-    return Strategy{Method::passes, slot.variant && slot.forward && m_stages.size() > 1};
-  }
+  // What the estimate planner runs: darray's passes, out of place wherever a stage reads the caller's array. Copying
+  // the input first and transforming in place costs the copy and gains nothing since the passes tile strided dims
+  // themselves (bench/fft, 2 processes, stage 0 forward, ratio to FFTW-MPI with the copy -> without: c2c 128^3
+  // 0.73-0.76 -> 0.64-0.70, transposed 0.79-0.84 -> 0.72-0.79; local (32, 64, 64) dims 1-2 0.44-0.47 -> 0.37-0.42 ms).
+  Strategy default_strategy(const Slot&) const { return Strategy{Method::passes, false}; }
   // The local problem of a slot's device i under strategy st: in place on the work buffers, out of place where
   // it reads the caller's array without a copy, r2c and c2r always out of place.
   LocalProblem slot_problem(const Slot& slot, const Strategy& st, std::size_t i) const {
