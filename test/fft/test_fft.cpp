@@ -341,6 +341,33 @@ TEST_CASE("r2c/c2r rows of power-of-two lengths go two at a time through one com
   round_trip(0.0f, Shape{2, 5, 16}, fft::Planner::measure, 64, 1e-5);
 }
 
+TEST_CASE("FFTW's plan of the dims inside a group runs group by group, a lone outer group as a whole-block pass",
+          "[fft]") {
+  // Local blocks of 40 x 50 x n2 at one device: dim 0 spans 0.6-1.2 MB (a group of columns with nothing outside it:
+  // a whole-block tiled pass), dim 1 29-58 KB (FFTW's plan, run on one 50 x n2 plane after the other). At more devices
+  // the slabs of dim 0 are thinner, still planes. 40 x 7 x 9: groups of 63 reals and 35 complex (FFTW's unaligned
+  // plans on odd group offsets); 40 x 50 x 32: rows of 32 in pairs, a plane at a time.
+  const NamedSharding slabs(make_mesh({device_count()}, {"x"}), P("x"));
+  for (const Shape& shape : {Shape{40, 50, 36}, Shape{40, 7, 9}}) {
+    INFO("shape " << shape_to_string(shape));
+    const fft::Plan<double> plan(shape, slabs);
+    const auto x = fft_test::random_array<C>(shape, slabs, 71);
+    const auto gx = process_allgather(x);
+    const auto expect = Serial<double>::c2c(gx, shape, FFTW_FORWARD);
+    const auto y = plan.forward(x);  // stage 0 out of place
+    REQUIRE(all_ok(relative_error(process_allgather(y), expect) < 1e-12));
+    REQUIRE(all_ok(relative_error(process_allgather(plan.backward(y)), gx) < 1e-12));
+    auto z = plan.allocate_input();
+    plan.backward(y, z);
+    plan.forward(z, z);  // in place
+    REQUIRE(all_ok(relative_error(process_allgather(z), expect) < 1e-12));
+  }
+  for (const Shape& shape : {Shape{40, 50, 36}, Shape{40, 7, 9}, Shape{40, 50, 32}})
+    check_real_round_trip<double>(shape, slabs, fft::Options{}, 72, 1e-12);
+  check_real_round_trip<float>(Shape{40, 7, 9}, slabs, fft::Options{}, 73, 1e-5);
+  check_real_round_trip<float>(Shape{40, 50, 32}, slabs, fft::Options{}, 74, 1e-5);
+}
+
 TEST_CASE("FFTW_MEASURE plans and unaligned shards give the same transform", "[fft]") {
   const Shape shape{6, 4, 5};
   const NamedSharding sharding = fft::auto_sharding(shape);
