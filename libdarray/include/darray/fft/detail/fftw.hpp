@@ -205,6 +205,8 @@ class FftwTile {
   struct Cx {
     R re, im;
   };
+  // What a tile of either user holds at most: L1's 32 KiB (measured for each, see FftwTiledPass and FftwRowPairs).
+  static constexpr std::size_t l1_bytes = std::size_t(32) << 10;
 
   FftwTile(int64_t n, int64_t full, int64_t tail, bool interleaved, bool forward, unsigned flags, std::size_t extra = 0)
       : m_n(n), m_full_count(full), m_interleaved(interleaved) {
@@ -279,7 +281,7 @@ class FftwTiledPass {
     // Interleaved: as many columns as fill 32 KiB (L1), at most 64 (runs of up to 1 KiB). Column tiles: 2048
     // elements (32 KiB complex128, 16 KiB complex64), at most 16 columns. At least 1 column.
     const int64_t n = std::max<int64_t>(m_n, 1);
-    const int64_t fit = m_interleaved ? static_cast<int64_t>(interleaved_tile_bytes / sizeof(Cx)) / n : 2048 / n;
+    const int64_t fit = m_interleaved ? static_cast<int64_t>(FftwTile<R>::l1_bytes / sizeof(Cx)) / n : 2048 / n;
     m_chunk = std::max<int64_t>(1, std::min<int64_t>({m_interleaved ? 64 : 16, m_inner, fit}));
     m_tile = std::make_unique<FftwTile<R>>(m_n, m_chunk, m_inner % m_chunk, m_interleaved, forward, flags);
   }
@@ -316,12 +318,11 @@ class FftwTiledPass {
 
  private:
   static constexpr int64_t interleaved_max_n = 128;
-  // An interleaved tile's size: L1's 32 KiB. Measured on (n, n, n) complex128 blocks, the pass along dim 0
+  // An interleaved tile's size, FftwTile::l1_bytes. Measured on (n, n, n) complex128 blocks, the pass along dim 0
   // (FFTW_ESTIMATE): at n = 64, 0.43 ms in 32 KiB tiles against 0.67 ms in the 64-column (64 KiB) tiles used
   // before; at n = 96, 3.4 against 7.3 ms (96 KiB); at n = 128, 6.3 against 8.7 ms (128 KiB); 8 KiB tiles are
   // slower again (0.53 ms at 64). complex64 at n = 64 and 128: 32 KiB as fast as 64 columns, 16 KiB 10-20 % slower.
   // (Column tiles of complex64 at n = 256 stay at 16 KiB: 32 KiB ones took 71 against 36 ms along dim 1.)
-  static constexpr std::size_t interleaved_tile_bytes = std::size_t(32) << 10;
 
   int64_t m_n = 1, m_outer = 1, m_inner = 1, m_chunk = 1;
   bool m_interleaved = false;
@@ -329,11 +330,11 @@ class FftwTiledPass {
 };
 
 // r2c (or c2r) along the contiguous innermost dim, two real rows as one complex row: rows 2q and 2q+1 are packed
-// into the real and imaginary parts of z, a tile of such rows is transformed by FFTW's c2c plan, and each is split
-// as X[k] = (Z[k] + conj Z[n-k]) / 2, Y[k] = (Z[k] - conj Z[n-k]) / 2i. c2r runs it backwards: Z = X + iY over the
-// whole spectrum (the imaginary parts of X[0] and X[n/2] dropped, as c2r drops them), a backward c2c, x = Re z,
-// y = Im z. An odd last row pairs with a row of zeros. FFTW's c2c codelets of power-of-two lengths are SIMD where
-// FFTW_ESTIMATE gives r2c scalar ones ("rdft2-r2hc-direct-64"); see pair_rows().
+// into the real and imaginary parts of z, a tile of such rows (FftwTile::l1_bytes) is transformed by FFTW's c2c
+// plan, and each is split as X[k] = (Z[k] + conj Z[n-k]) / 2, Y[k] = (Z[k] - conj Z[n-k]) / 2i. c2r runs it
+// backwards: Z = X + iY over the whole spectrum (the imaginary parts of X[0] and X[n/2] dropped, as c2r drops
+// them), a backward c2c, x = Re z, y = Im z. An odd last row pairs with a row of zeros. FFTW's c2c codelets of
+// power-of-two lengths are SIMD where FFTW_ESTIMATE gives r2c scalar ones ("rdft2-r2hc-direct-64"); see pair_rows().
 template <class R>
 class FftwRowPairs {
   using Cx = typename FftwTile<R>::Cx;
@@ -342,7 +343,8 @@ class FftwRowPairs {
   // rows rows of n reals (r2c's input, c2r's output) and of n / 2 + 1 complex (the other side).
   FftwRowPairs(int64_t rows, int64_t n, bool r2c, unsigned flags) : m_rows(rows), m_n(n), m_nc(n / 2 + 1), m_r2c(r2c) {
     const int64_t pairs = (rows + 1) / 2;
-    m_chunk = std::max<int64_t>(1, std::min<int64_t>(pairs, static_cast<int64_t>(tile_bytes / sizeof(Cx)) / n));
+    m_chunk =
+        std::max<int64_t>(1, std::min<int64_t>(pairs, static_cast<int64_t>(FftwTile<R>::l1_bytes / sizeof(Cx)) / n));
     // A lone last row reads its partner from zeros and writes it to a spare row (2 nc reals hold n).
     const auto spare = static_cast<std::size_t>(rows % 2 == 1 ? 2 * m_nc : 0);
     m_tile = std::make_unique<FftwTile<R>>(n, m_chunk, pairs % m_chunk, /*interleaved=*/false, r2c, flags, spare);
@@ -406,9 +408,6 @@ class FftwRowPairs {
   }
 
  private:
-  // The tile of packed rows: 32 KiB, as the interleaved tiles of FftwTiledPass.
-  static constexpr std::size_t tile_bytes = std::size_t(32) << 10;
-
   int64_t m_rows = 0, m_n = 1, m_nc = 1, m_chunk = 1;
   bool m_r2c = true;
   std::unique_ptr<FftwTile<R>> m_tile;  // m_chunk packed rows, then the spare rows
