@@ -458,11 +458,6 @@ class FftwPlan {
     std::vector<int> guru, fused, tiled;
     const bool paired = split(problem, method, flags, &guru, &fused, &tiled);
     auto outside = [&](int d) { return volume(Shape(complex.begin(), complex.begin() + d)); };
-    // An outermost fused dim with nothing outside it makes one group: a whole-block pass after the groups instead.
-    if (!fused.empty() && outside(fused.front()) == 1) {
-      tiled.insert(tiled.begin(), fused.front());
-      fused.erase(fused.begin());
-    }
     // Groups start at the outermost fused dim, else at the outermost strided guru dim when dims outside it hold
     // several groups: the guru plan (and r2c/c2r's row pairs) then run group by group, each group still in cache
     // for the next plan.
@@ -494,7 +489,7 @@ class FftwPlan {
       for (int d : guru)
         if (d >= start) inside.push_back(d - start);
       guru = std::move(inside);
-      m_groups = volume(Shape(problem.in_block.begin(), problem.in_block.begin() + static_cast<std::ptrdiff_t>(f)));
+      m_groups = outside(start);
       m_in_group_bytes = static_cast<std::size_t>(volume(group.in_block)) * in_element_bytes<R>(problem.kind);
       m_out_group_bytes = static_cast<std::size_t>(volume(group.out_block)) * out_element_bytes<R>(problem.kind);
       group_complex.assign(complex.begin() + static_cast<std::ptrdiff_t>(f), complex.end());
@@ -535,12 +530,14 @@ class FftwPlan {
       for (std::size_t k = static_cast<std::size_t>(d); k < complex.size(); ++k)
         span *= static_cast<std::size_t>(complex[k]);
       const bool strided = d != last && complex[static_cast<std::size_t>(d)] > 1;
+      // A fused dim with nothing outside it would make one group, the whole block: a whole-block pass instead.
+      const bool alone = volume(Shape(complex.begin(), complex.begin() + d)) == 1;
       if (method == Method::tiled && strided)
         tiled->push_back(d);
       else if (method == Method::passes && strided && span > tiled_pass_min_bytes)
         tiled->push_back(d);
       else if (method == Method::passes && strided && span > fused_pass_min_bytes)
-        fused->push_back(d);
+        (alone ? tiled : fused)->push_back(d);
       else
         guru->push_back(d);
     }
