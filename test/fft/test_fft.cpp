@@ -1,12 +1,16 @@
 // Distributed 3-D FFTs against serial FFTW on the gathered array, at 1-4 processes x 1-4 host devices: random
 // inputs on slab and pencil meshes (every 2-D factorisation of the device count), uneven shapes with empty blocks,
 // replicated and multi-axis specs, both output layouts, double and float, c2c and r2c/c2r, every normalisation.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "darray/darray.hpp"
+#include "darray/fft/detail/fftw.hpp"
 #include "fft_test_util.hpp"
 #include "mpi_test.hpp"
 
@@ -339,6 +343,49 @@ TEST_CASE("r2c/c2r rows of power-of-two lengths go two at a time through one com
   round_trip(0.0, Shape{3, 7, 64}, fft::Planner::measure, 62, 1e-12);
   round_trip(0.0f, Shape{3, 45, 64}, fft::Planner::estimate, 63, 1e-5);
   round_trip(0.0f, Shape{2, 5, 16}, fft::Planner::measure, 64, 1e-5);
+}
+
+// FftwRowPairs on its own: rows x n reals through the pairs with the AVX2 loops (on a CPU with AVX2) and with the
+// baseline loops, r2c and c2r; both must give the same bits.
+template <class R>
+void check_pair_loops_agree(int64_t rows, int64_t n, unsigned flags) {
+  using Pairs = fft::detail::FftwRowPairs<R>;
+  const int64_t nc = n / 2 + 1;
+  std::vector<R> x(static_cast<std::size_t>(rows * n)), spectra[2], back[2];
+  std::uint64_t state = 77 + static_cast<std::uint64_t>(rows * n);
+  for (R& v : x) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    v = static_cast<R>(static_cast<double>(state >> 11) / 9007199254740992.0 - 0.5);
+  }
+  for (int avx2 = 0; avx2 < 2; ++avx2) {
+    Pairs r2c(rows, n, true, flags), c2r(rows, n, false, flags);
+    r2c.set_avx2(avx2 == 1);
+    c2r.set_avx2(avx2 == 1);
+    REQUIRE(r2c.avx2() == (avx2 == 1 && fft::detail::cpu_has_avx2()));
+    spectra[avx2].assign(static_cast<std::size_t>(rows * nc * 2), R(0));
+    back[avx2].assign(x.size(), R(0));
+    r2c.execute(x.data(), spectra[avx2].data());
+    const std::vector<R> in = spectra[avx2];
+    c2r.execute(in.data(), back[avx2].data());
+    REQUIRE(in == spectra[avx2]);  // c2r only reads its input
+  }
+  REQUIRE(spectra[0] == spectra[1]);
+  REQUIRE(back[0] == back[1]);
+  // And they are the transforms: back = n x (up to rounding).
+  double err = 0;
+  for (std::size_t i = 0; i < x.size(); ++i)
+    err = std::max(err, std::abs(static_cast<double>(back[0][i]) / static_cast<double>(n) - x[i]));
+  REQUIRE(err < (std::is_same<R, double>::value ? 1e-13 : 1e-5));
+}
+
+TEST_CASE("r2c/c2r row pairs: the AVX2 loops and the baseline loops give the same bits", "[fft]") {
+  if (!fft::detail::cpu_has_avx2()) WARN("this CPU has no AVX2: both runs take the baseline loops");
+  for (const int64_t n : {8, 16, 64, 128})
+    for (const int64_t rows : {int64_t{1}, int64_t{7}, int64_t{300}, int64_t{4096 / n + 1}}) {
+      INFO("rows " << rows << " n " << n);
+      check_pair_loops_agree<double>(rows, n, FFTW_ESTIMATE);
+      check_pair_loops_agree<float>(rows, n, FFTW_ESTIMATE);
+    }
 }
 
 TEST_CASE("FFTW's plan of the dims inside a group runs group by group, a lone outer group as a whole-block pass",
