@@ -325,6 +325,22 @@ TEST_CASE("strided dims beyond the cache go through tiled passes, partial last t
   check_real_round_trip<float>(Shape{3, 256, 260}, slabs, fft::Options{}, 42, 1e-5);
 }
 
+TEST_CASE("whole-block tiled passes over 16 MiB and more prefetch their rows: the same transform", "[fft]") {
+  // At one device: 1024 x 2 x 1024 complex128 (32 MiB) transforms dim 0 in column tiles over the whole block, 128 x
+  // 8 x 2048 (32 MiB) in interleaved tiles; at two devices the dim-0 stages hold 16 MiB. Smaller blocks and fused
+  // groups take the same loops without prefetching (the cases above).
+  for (const Shape& shape : {Shape{1024, 2, 1024}, Shape{128, 8, 2048}}) {
+    const NamedSharding sharding(make_mesh({device_count()}, {"x"}), P("x"));
+    INFO(sharding << " shape " << shape_to_string(shape));
+    const fft::Plan<double> plan(shape, sharding);
+    const auto x = fft_test::random_array<C>(shape, sharding, 71);
+    const auto gx = process_allgather(x);
+    const auto y = plan.forward(x);
+    REQUIRE(all_ok(relative_error(process_allgather(y), Serial<double>::c2c(gx, shape, FFTW_FORWARD)) < 1e-12));
+    REQUIRE(all_ok(relative_error(process_allgather(plan.backward(y)), gx) < 1e-12));
+  }
+}
+
 TEST_CASE("r2c/c2r rows of power-of-two lengths go two at a time through one complex FFT", "[fft]") {
   // Rows of 8 to 128 reals (to 64 under FFTW_MEASURE) go in pairs, a 32 KiB tile of pairs per complex FFT. Row counts
   // at one device: 5 x 3 (odd: the last row pairs with zeros), 3 x 7 x 64 (11 pairs, under one tile of 32), 5 x 33 x
