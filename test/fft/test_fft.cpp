@@ -302,6 +302,18 @@ void check_real_round_trip(const Shape& shape, const NamedSharding& sharding, co
   REQUIRE(all_ok(relative_error(process_allgather(plan.backward(y)), gx) < tol));
 }
 
+// c2c double on dim-0 slabs over every device, against serial FFTW, and its round trip.
+void check_c2c_slabs(const Shape& shape, std::uint64_t seed) {
+  const NamedSharding sharding(make_mesh({device_count()}, {"x"}), P("x"));
+  INFO(sharding << " shape " << shape_to_string(shape));
+  const fft::Plan<double> plan(shape, sharding);
+  const auto x = fft_test::random_array<C>(shape, sharding, seed);
+  const auto gx = process_allgather(x);
+  const auto y = plan.forward(x);
+  REQUIRE(all_ok(relative_error(process_allgather(y), Serial<double>::c2c(gx, shape, FFTW_FORWARD)) < 1e-12));
+  REQUIRE(all_ok(relative_error(process_allgather(plan.backward(y)), gx) < 1e-12));
+}
+
 TEST_CASE("strided dims beyond the cache go through tiled passes, partial last tiles included", "[fft]") {
   // FFTW plans a strided dim itself while its column group (the dim times the dims inside it) spans at most 128 KB;
   // up to 4 MiB the dim is tiled group by group after FFTW's plan of the dims inside; beyond, over the whole block.
@@ -310,16 +322,8 @@ TEST_CASE("strided dims beyond the cache go through tiled passes, partial last t
   // (288 KB, by group), 22 columns, 200 = 9 x 22 + 2, and its r2c half spectrum 90 x 101 (145 KB, by group).
   // Whole-block passes: 1100 x 260 (4.6 MB) in one-column tiles. complex64: 256 x 260 (532 KB, by group), 8 columns.
   for (const Shape& shape :
-       {Shape{3, 180, 230}, Shape{180, 2, 230}, Shape{4, 100, 331}, Shape{4, 90, 200}, Shape{2, 1100, 260}}) {
-    const NamedSharding sharding(make_mesh({device_count()}, {"x"}), P("x"));
-    INFO(sharding << " shape " << shape_to_string(shape));
-    const fft::Plan<double> plan(shape, sharding);
-    const auto x = fft_test::random_array<C>(shape, sharding, 41);
-    const auto gx = process_allgather(x);
-    const auto y = plan.forward(x);
-    REQUIRE(all_ok(relative_error(process_allgather(y), Serial<double>::c2c(gx, shape, FFTW_FORWARD)) < 1e-12));
-    REQUIRE(all_ok(relative_error(process_allgather(plan.backward(y)), gx) < 1e-12));
-  }
+       {Shape{3, 180, 230}, Shape{180, 2, 230}, Shape{4, 100, 331}, Shape{4, 90, 200}, Shape{2, 1100, 260}})
+    check_c2c_slabs(shape, 41);
   const NamedSharding slabs(make_mesh({device_count()}, {"x"}), P("x"));
   check_real_round_trip<double>(Shape{4, 90, 200}, slabs, fft::Options{}, 43, 1e-12);
   check_real_round_trip<float>(Shape{3, 256, 260}, slabs, fft::Options{}, 42, 1e-5);
@@ -329,16 +333,7 @@ TEST_CASE("whole-block tiled passes over 16 MiB and more prefetch their rows: th
   // At one device: 1024 x 2 x 1024 complex128 (32 MiB) transforms dim 0 in column tiles over the whole block, 128 x
   // 8 x 2048 (32 MiB) in interleaved tiles; at two devices the dim-0 stages hold 16 MiB. Smaller blocks and fused
   // groups take the same loops without prefetching (the cases above).
-  for (const Shape& shape : {Shape{1024, 2, 1024}, Shape{128, 8, 2048}}) {
-    const NamedSharding sharding(make_mesh({device_count()}, {"x"}), P("x"));
-    INFO(sharding << " shape " << shape_to_string(shape));
-    const fft::Plan<double> plan(shape, sharding);
-    const auto x = fft_test::random_array<C>(shape, sharding, 71);
-    const auto gx = process_allgather(x);
-    const auto y = plan.forward(x);
-    REQUIRE(all_ok(relative_error(process_allgather(y), Serial<double>::c2c(gx, shape, FFTW_FORWARD)) < 1e-12));
-    REQUIRE(all_ok(relative_error(process_allgather(plan.backward(y)), gx) < 1e-12));
-  }
+  for (const Shape& shape : {Shape{1024, 2, 1024}, Shape{128, 8, 2048}}) check_c2c_slabs(shape, 71);
 }
 
 TEST_CASE("r2c/c2r rows of power-of-two lengths go two at a time through one complex FFT", "[fft]") {
