@@ -316,6 +316,7 @@ class FftwTiledPass {
     const int64_t n = m_n, inner = m_inner;
     Cx* const tile = m_tile->data();
     const int64_t ahead = m_ahead;
+    const bool interleaved = m_interleaved;
     for (int64_t o = 0; o < m_outer; ++o) {
       const Cx* s = src + o * n * inner;
       Cx* t = dst + o * n * inner;
@@ -324,7 +325,7 @@ class FftwTiledPass {
         const auto run = static_cast<std::size_t>(c) * sizeof(Cx);
         for (int64_t i = 0; i < n; ++i) {
           if (ahead != 0 && i + ahead < n) prefetch(s + (i + ahead) * inner + q, run, false);
-          if (m_interleaved)
+          if (interleaved)
             std::memcpy(tile + i * c, s + i * inner + q, run);
           else
             for (int64_t k = 0; k < c; ++k) tile[k * n + i] = s[i * inner + q + k];
@@ -332,7 +333,7 @@ class FftwTiledPass {
         m_tile->execute(c);
         for (int64_t i = 0; i < n; ++i) {
           if (ahead != 0 && i + ahead < n) prefetch(t + (i + ahead) * inner + q, run, true);
-          if (m_interleaved)
+          if (interleaved)
             std::memcpy(t + i * inner + q, tile + i * c, run);
           else
             for (int64_t k = 0; k < c; ++k) t[i * inner + q + k] = tile[k * n + i];
