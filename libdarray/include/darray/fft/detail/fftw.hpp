@@ -324,7 +324,7 @@ class FftwTiledPass {
         const int64_t c = std::min(m_chunk, inner - q);
         const auto run = static_cast<std::size_t>(c) * sizeof(Cx);
         for (int64_t i = 0; i < n; ++i) {
-          if (ahead != 0 && i + ahead < n) prefetch(s + (i + ahead) * inner + q, run, false);
+          if (ahead != 0 && i + ahead < n) prefetch<false>(s + (i + ahead) * inner + q, run);
           if (interleaved)
             std::memcpy(tile + i * c, s + i * inner + q, run);
           else
@@ -332,7 +332,7 @@ class FftwTiledPass {
         }
         m_tile->execute(c);
         for (int64_t i = 0; i < n; ++i) {
-          if (ahead != 0 && i + ahead < n) prefetch(t + (i + ahead) * inner + q, run, true);
+          if (ahead != 0 && i + ahead < n) prefetch<true>(t + (i + ahead) * inner + q, run);
           if (interleaved)
             std::memcpy(t + i * inner + q, tile + i * c, run);
           else
@@ -357,21 +357,14 @@ class FftwTiledPass {
   // (256, 256, 256) 98-100 -> 78-80; 8 rows ahead about as good. Blocks in cache got slower with it ((64, 64, 64)
   // 0.40 -> 0.48), so passes below the threshold and the fused passes (one group, in cache) do not prefetch.
   static constexpr int64_t prefetch_rows = 16;
-  static void prefetch(const Cx* row, std::size_t bytes, bool write) {
+  template <bool Write>
+  static void prefetch(const Cx* row, std::size_t bytes) {
 #if defined(__GNUC__) || defined(__clang__)
     const char* p = reinterpret_cast<const char*>(row);
-    for (std::size_t b = 0; b < bytes; b += 64) {
-      if (write)
-        __builtin_prefetch(p + b, 1, 0);
-      else
-        __builtin_prefetch(p + b, 0, 0);
-    }
-    if (write)  // the last line, where the run does not start on a line
-      __builtin_prefetch(p + bytes - 1, 1, 0);
-    else
-      __builtin_prefetch(p + bytes - 1, 0, 0);
+    for (std::size_t b = 0; b < bytes; b += 64) __builtin_prefetch(p + b, Write ? 1 : 0, 0);
+    __builtin_prefetch(p + bytes - 1, Write ? 1 : 0, 0);  // the last line, where the run does not start on a line
 #else
-    (void)row, (void)bytes, (void)write;
+    (void)row, (void)bytes;
 #endif
   }
 
@@ -543,7 +536,6 @@ class FftwPlan {
     const Shape& complex = problem.kind == Kind::r2c ? problem.out_block : problem.in_block;
     std::vector<int> guru, fused, tiled;
     const bool paired = split(problem, method, flags, &guru, &fused, &tiled);
-    auto outside = [&](int d) { return volume(Shape(complex.begin(), complex.begin() + d)); };
     // Groups start at the outermost fused dim, else at the outermost strided guru dim when dims outside it hold
     // several groups: the guru plan (and r2c/c2r's row pairs) then run group by group, each group still in cache
     // for the next plan.
@@ -554,7 +546,7 @@ class FftwPlan {
       const int last = static_cast<int>(complex.size()) - 1;
       for (int d : guru)
         if (d != last && complex[static_cast<std::size_t>(d)] > 1) {
-          if (outside(d) > 1) start = d;
+          if (groups_outside(complex, d) > 1) start = d;
           break;
         }
     }
@@ -575,7 +567,7 @@ class FftwPlan {
       for (int d : guru)
         if (d >= start) inside.push_back(d - start);
       guru = std::move(inside);
-      m_groups = outside(start);
+      m_groups = groups_outside(complex, start);
       m_in_group_bytes = static_cast<std::size_t>(volume(group.in_block)) * in_element_bytes<R>(problem.kind);
       m_out_group_bytes = static_cast<std::size_t>(volume(group.out_block)) * out_element_bytes<R>(problem.kind);
       group_complex.assign(complex.begin() + static_cast<std::ptrdiff_t>(f), complex.end());
@@ -603,6 +595,11 @@ class FftwPlan {
     for (int d : tiled) m_passes.push_back(std::make_unique<FftwTiledPass<R>>(complex, d, problem.forward, flags));
   }
 
+  // The groups a split at dim d makes: one per index of the dims outside it (their volume).
+  static int64_t groups_outside(const Shape& extents, int d) {
+    return volume(Shape(extents.begin(), extents.begin() + d));
+  }
+
   // The dims `method` leaves to the guru plan, those it tiles group by group and those it tiles over the whole
   // block; true where r2c/c2r's halved dim goes to row pairs instead of the guru plan (equal splits mean equal
   // plans).
@@ -617,7 +614,7 @@ class FftwPlan {
         span *= static_cast<std::size_t>(complex[k]);
       const bool strided = d != last && complex[static_cast<std::size_t>(d)] > 1;
       // A fused dim with nothing outside it would make one group, the whole block: a whole-block pass instead.
-      const bool alone = volume(Shape(complex.begin(), complex.begin() + d)) == 1;
+      const bool alone = groups_outside(complex, d) == 1;
       if (method == Method::tiled && strided)
         tiled->push_back(d);
       else if (method == Method::passes && strided && span > tiled_pass_min_bytes)
