@@ -400,4 +400,69 @@ TEST_CASE("measured strategies: every candidate computes the same transform, the
   fft::forget_wisdom();
 }
 
+// One stage of a describe() text: its strategies and which candidate lines and notes follow it.
+struct DescribedStage {
+  std::string forward, backward;
+  bool forward_times = false, backward_times = false, as_forward = false;
+};
+
+std::vector<DescribedStage> described_stages(const std::string& described) {
+  std::vector<DescribedStage> out;
+  std::istringstream in(described);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("  stage ", 0) == 0) {
+      DescribedStage s;
+      const std::size_t f = line.find(" forward ") + 9, b = line.find(", backward ") + 11;
+      s.forward = line.substr(f, line.find(' ', f) - f);
+      s.backward = line.substr(b, line.find(' ', b) - b);
+      out.push_back(s);
+    } else if (!out.empty()) {
+      out.back().forward_times |= contains(line, "forward candidates");
+      out.back().backward_times |= contains(line, "backward candidates");
+      out.back().as_forward |= contains(line, "backward: the forward's choice");
+    }
+  }
+  return out;
+}
+
+TEST_CASE("a measured plan's backward c2c stage takes its forward twin's choice, measured once", "[fft]") {
+  // A stage whose backward local problems are the forward ones but for the sign (one device: stage 0, both read
+  // the caller's array; a slab's stage 1 in the same layout, in place both ways) is measured forward only.
+  const Shape shape{16, 40, 36};
+  for (const Mesh& mesh : fft_test::test_meshes()) {
+    const NamedSharding sharding(mesh, mesh.ndim() == 1 ? P("x") : P("r", "c"));
+    fft::forget_wisdom();
+    fft::Options o;
+    o.planner = fft::Planner::measure;
+    const fft::Plan<double> plan(shape, sharding, o);
+    const std::string d = plan.describe();
+    INFO(d);
+    REQUIRE(all_ok(from_root(d) == d));
+    const std::vector<DescribedStage> stages = described_stages(d);
+    REQUIRE(all_ok(!stages.empty()));
+    int following = 0;
+    for (const DescribedStage& s : stages) {
+      REQUIRE(all_ok(s.forward_times));
+      if (s.as_forward) {
+        ++following;
+        REQUIRE(all_ok(s.backward == s.forward && !s.backward_times));
+      } else {
+        REQUIRE(all_ok(s.backward_times));
+      }
+    }
+    // Stage 0 reads the caller's array forward and writes into the output backward, but for one device; the
+    // later stages transform in place in both directions.
+    const bool one_device = mesh.size() == 1;
+    REQUIRE(all_ok(stages[0].as_forward == one_device));
+    REQUIRE(all_ok(following == (one_device ? 1 : static_cast<int>(stages.size()) - 1)));
+    const auto x = fft_test::random_array<C>(shape, sharding, 93);
+    const auto gx = process_allgather(x);
+    const auto y = plan.forward(x);
+    REQUIRE(all_ok(relative_error(process_allgather(y), Serial<double>::c2c(gx, shape, FFTW_FORWARD)) < 1e-12));
+    REQUIRE(all_ok(relative_error(process_allgather(plan.backward(y)), gx) < 1e-12));
+  }
+  fft::forget_wisdom();
+}
+
 }  // namespace
