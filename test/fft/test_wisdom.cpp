@@ -372,6 +372,15 @@ TEST_CASE("estimate plans transform out of place; every strategy wisdom names, +
   fft::forget_wisdom();
 }
 
+// plan's c2c forward transform of a random array against serial FFTW, and its round trip.
+void check_c2c(const fft::Plan<double>& plan, const Shape& shape, const NamedSharding& sharding, std::uint64_t seed) {
+  const auto x = fft_test::random_array<C>(shape, sharding, seed);
+  const auto gx = process_allgather(x);
+  const auto y = plan.forward(x);
+  REQUIRE(all_ok(relative_error(process_allgather(y), Serial<double>::c2c(gx, shape, FFTW_FORWARD)) < 1e-12));
+  REQUIRE(all_ok(relative_error(process_allgather(plan.backward(y)), gx) < 1e-12));
+}
+
 TEST_CASE("measured strategies: every candidate computes the same transform, the choice is agreed", "[fft]") {
   fft::forget_wisdom();
   // Big enough for tiled passes to differ from FFTW's strided plans.
@@ -384,11 +393,7 @@ TEST_CASE("measured strategies: every candidate computes the same transform, the
       const fft::Plan<double> plan(shape, sharding, o);
       INFO(plan.describe());
       REQUIRE(all_ok(from_root(plan.describe()) == plan.describe()));
-      const auto x = fft_test::random_array<C>(shape, sharding, 91);
-      const auto gx = process_allgather(x);
-      const auto y = plan.forward(x);
-      REQUIRE(all_ok(relative_error(process_allgather(y), Serial<double>::c2c(gx, shape, FFTW_FORWARD)) < 1e-12));
-      REQUIRE(all_ok(relative_error(process_allgather(plan.backward(y)), gx) < 1e-12));
+      check_c2c(plan, shape, sharding, 91);
       const fft::RealPlan<float> rplan(shape, sharding, o);
       const auto xr = fft_test::random_array<float>(shape, sharding, 92);
       const auto gxr = process_allgather(xr);
@@ -456,11 +461,7 @@ TEST_CASE("a measured plan's backward c2c stage takes its forward twin's choice,
     const bool one_device = mesh.size() == 1;
     REQUIRE(all_ok(stages[0].as_forward == one_device));
     REQUIRE(all_ok(following == (one_device ? 1 : static_cast<int>(stages.size()) - 1)));
-    const auto x = fft_test::random_array<C>(shape, sharding, 93);
-    const auto gx = process_allgather(x);
-    const auto y = plan.forward(x);
-    REQUIRE(all_ok(relative_error(process_allgather(y), Serial<double>::c2c(gx, shape, FFTW_FORWARD)) < 1e-12));
-    REQUIRE(all_ok(relative_error(process_allgather(plan.backward(y)), gx) < 1e-12));
+    check_c2c(plan, shape, sharding, 93);
   }
   fft::forget_wisdom();
 }
