@@ -432,3 +432,56 @@ TEST_CASE("pmax and pmin propagate NaN like JAX and NumPy") {
   nan_trial<float>(true);
   nan_trial<float>(false);
 }
+
+// A reduction into a kept output that shares blocks with its operand (the operand itself, its blocks in another
+// order, or some of them beside fresh ones) reads every operand block before writing one: each device's result is
+// the sum over the mesh, as the allocating form computes it.
+TEST_CASE("psum into an output that shares blocks with its operand sums the operand as it was") {
+  const int64_t nd = device_count();
+  const NamedSharding replicated(make_mesh({nd}, {"i"}), P());
+  const Shape shape{5};
+  using View = detail::ShardView<double, 1, Kokkos::HostSpace>;
+  auto operand_of = [&] {  // device d holds 1 + 10 d + k at k
+    std::vector<View> views;
+    for (const Device& dev : local_devices()) {
+      View v("operand", 5);
+      for (int64_t k = 0; k < 5; ++k) v(k) = 1.0 + 10.0 * static_cast<double>(dev.id) + static_cast<double>(k);
+      views.push_back(v);
+    }
+    return make_array_from_single_device_arrays<double, 1, Kokkos::HostSpace>(shape, replicated, views);
+  };
+  auto sums_ok = [&](const DistributedArray<double, 1, Kokkos::HostSpace>& r) {
+    bool ok = true;
+    for (const auto& s : r.addressable_shards())
+      for (int64_t k = 0; k < 5; ++k) {
+        double want = 0;
+        for (int64_t d = 0; d < nd; ++d) want += 1.0 + 10.0 * static_cast<double>(d) + static_cast<double>(k);
+        ok = ok && s.data(k) == want;
+      }
+    return ok;
+  };
+  {
+    auto a = operand_of();
+    psum(a, "i", a);
+    CHECK(all_ok(sums_ok(a)));
+  }
+  {
+    auto a = operand_of();
+    std::vector<View> rotated;
+    const auto& shards = a.addressable_shards();
+    for (std::size_t j = 0; j < shards.size(); ++j) rotated.push_back(shards[(j + 1) % shards.size()].data);
+    auto out = make_array_from_single_device_arrays<double, 1, Kokkos::HostSpace>(shape, replicated, rotated);
+    psum(a, "i", out);
+    CHECK(all_ok(sums_ok(out)));
+  }
+  {
+    auto a = operand_of();
+    std::vector<View> some;
+    const auto& shards = a.addressable_shards();
+    for (std::size_t j = 0; j < shards.size(); ++j)
+      some.push_back(j == 0 ? shards[shards.size() - 1].data : View("fresh", 5));
+    auto out = make_array_from_single_device_arrays<double, 1, Kokkos::HostSpace>(shape, replicated, some);
+    psum(a, "i", out);
+    CHECK(all_ok(sums_ok(out)));
+  }
+}

@@ -6,9 +6,11 @@
 #include "darray/config.hpp"
 
 #include <Kokkos_Core.hpp>
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -107,13 +109,6 @@ const std::vector<const T*>& operand_blocks(const CollectivePlan& plan, const Di
   return blocks;
 }
 
-// The plan target (local block position) of device `id`.
-inline std::size_t target_of(const CollectivePlan& plan, int64_t id) {
-  for (std::size_t k = 0; k < plan.targets.size(); ++k)
-    if (plan.targets[k].device.id == id) return k;
-  DARRAY_THROW(Error, "collective", "internal: device " << id << " is not one of this process's");
-}
-
 // What the processes of a reduction must agree on (operation, element type, length) as a fingerprint, and this
 // process's line of the mismatch error (comm/detail/same_reduction.hpp: an allreduce carries no tag).
 template <class T>
@@ -151,18 +146,32 @@ void reduce_across(MPI_Comm comm, const T* send, T* data, ReduceOp op, const Col
     throw_other_reduction(comm, "collective reduction", describe_reduction<T>(op, plan));
 }
 
+// Whether a block of `out` is one of the operand's blocks. Blocks one array allocated lie in one address range
+// (allocate_views_each carves them from one cached block), so only an output block inside the operand's range is
+// compared with each operand block.
+template <class T, int R, class M>
+bool shares_a_block(const std::vector<Shard<T, R, M>>& out, const std::vector<const T*>& operand) {
+  if (operand.empty()) return false;
+  const auto [lo, hi] = std::minmax_element(operand.begin(), operand.end(), std::less<const T*>());
+  for (const auto& o : out) {
+    const T* q = o.data.data();
+    if (std::less<const T*>()(q, *lo) || std::less<const T*>()(*hi, q)) continue;
+    for (const T* p : operand)
+      if (q == p) return true;
+  }
+  return false;
+}
+
 // dst = the combination of the slot's local blocks (the identity when it has none). Not fenced.
 template <class T, class Exec>
-void combine_slot(const Exec& space, const CollectivePlan& plan, const Slot& slot, const std::vector<const T*>& operand,
-                  ReduceOp op, T* dst) {
+void combine_slot(const Exec& space, const Slot& slot, const std::vector<const T*>& operand, ReduceOp op, T* dst) {
   const int64_t n = volume(slot.shape);
   if (slot.members.empty()) {
     fill_kernel(space, dst, n, reduce_identity<T>(op));
     return;
   }
-  copy_kernel(space, dst, operand[target_of(plan, slot.members[0])], n);
-  for (std::size_t k = 1; k < slot.members.size(); ++k)
-    combine_kernel(space, op, dst, operand[target_of(plan, slot.members[k])], n);
+  copy_kernel(space, dst, operand[slot.members[0]], n);
+  for (std::size_t k = 1; k < slot.members.size(); ++k) combine_kernel(space, op, dst, operand[slot.members[k]], n);
 }
 
 // A reduction whose every result block is one whole slot (psum, pmax, pmin): each slot is combined in the first
@@ -170,19 +179,18 @@ void combine_slot(const Exec& space, const CollectivePlan& plan, const Slot& slo
 // slot has one local device), then copied to the slot's other result blocks: no slot buffer, no copies in and out of
 // it. Host memory and the MPI transport; one slot when processes take part (one allreduce per call). Returns false,
 // having moved nothing, when the plan is not of that form (plan.slot_block empty). The blocks of `out` are those of
-// the plan's targets (a result made from them, or a kept output checked against the plan's shape and sharding).
+// the plan's targets (a result made from them, or a kept output checked against the plan's shape and sharding);
+// `fresh`: a result just allocated, which cannot share a block with the operand.
 template <class T, int R, class M, class Exec>
 bool reduce_in_result_blocks(const Exec& space, const CollectivePlan& plan, const std::vector<const T*>& operand,
-                             ReduceOp op, const std::vector<Shard<T, R, M>>& out) {
+                             ReduceOp op, const std::vector<Shard<T, R, M>>& out, bool fresh) {
   if (!direct_host_access<M>() || plan.slot_block.empty()) return false;
   const bool across = !plan.colors.empty() && plan.component_size > 1;
   if (across && plan.slots.size() != 1) return false;
+  if (!fresh && shares_a_block(out, operand)) return false;  // e.g. the operand itself: the slot buffer's path
   static thread_local std::vector<T*> first;
   first.resize(plan.slots.size());
   for (std::size_t s = 0; s < plan.slots.size(); ++s) first[s] = out[plan.slot_block[s]].data.data();
-  for (const auto& o : out)  // a kept output that is the operand itself takes the slot buffer's path
-    for (const T* p : operand)
-      if (o.data.data() == p) return false;
   // Every process with colors looks its component up (collective the first time), across or not.
   Transport* t = plan.colors.empty() ? nullptr : &reduce_group_transport<T, M>(plan);
   if (across && t->backend() != Backend::mpi) return false;
@@ -191,10 +199,10 @@ bool reduce_in_result_blocks(const Exec& space, const CollectivePlan& plan, cons
     const Slot& slot = plan.slots[s];
     T* dst = first[s];
     if (across && slot.members.size() == 1) {  // one slot (plan.slot_elements) when processes take part
-      reduce_across(comm, operand[target_of(plan, slot.members[0])], dst, op, plan);
+      reduce_across(comm, operand[slot.members[0]], dst, op, plan);
       continue;
     }
-    combine_slot(space, plan, slot, operand, op, dst);
+    combine_slot(space, slot, operand, op, dst);
     space.fence();
     if (across) reduce_across<T>(comm, nullptr, dst, op, plan);
   }
@@ -215,7 +223,7 @@ Kokkos::View<T*, M> reduce_slots(const Exec& space, const CollectivePlan& plan, 
                                  ReduceOp op) {
   static const std::string label = "darray::slots";  // short: held without a heap allocation, as is its record's copy
   const auto slots = cached_view<Kokkos::View<T*, M>>(label, static_cast<std::size_t>(plan.slot_elements));
-  for (const Slot& slot : plan.slots) combine_slot(space, plan, slot, operand, op, slots.data() + slot.offset);
+  for (const Slot& slot : plan.slots) combine_slot(space, slot, operand, op, slots.data() + slot.offset);
   space.fence();  // MPI and NCCL read what the kernels wrote
   if (plan.colors.empty()) return slots;
   Transport& t = reduce_group_transport<T, M>(plan);
@@ -320,7 +328,7 @@ void execute_plan_into(const char* api, const CollectivePlan& plan, const Distri
       if (plan.targets[t].zero_fill) Kokkos::deep_copy(space, out[t].data, T{});
 
   if (reduction) {
-    if (reduce_in_result_blocks<T, R, M>(space, plan, operand, op, out)) return;
+    if (reduce_in_result_blocks<T, R, M>(space, plan, operand, op, out, fresh)) return;
     const Kokkos::View<T*, M> slots = reduce_slots<T, M>(space, plan, operand, op);
     for (const Copy& c : plan.copies) {
       const T* src = slots.data() + plan.slots[static_cast<std::size_t>(c.source)].offset;

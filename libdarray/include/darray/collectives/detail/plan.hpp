@@ -73,9 +73,9 @@ struct Piece {
 // devices in the group contributes the reduction's identity.
 struct Slot {
   int64_t group = 0;
-  Shape shape;               // the group's block shape
-  int64_t offset = 0;        // elements into the slot buffer
-  std::vector<int> members;  // device ids of this process's devices in the group, combined locally first
+  Shape shape;                       // the group's block shape
+  int64_t offset = 0;                // elements into the slot buffer
+  std::vector<std::size_t> members;  // this process's devices in the group (their positions in targets), combined first
 };
 
 struct CollectivePlan {

@@ -91,7 +91,7 @@ inline CollectivePlan build_reduce_plan(const char* api, const NamedSharding& s,
     const int64_t pos = positions[t];
     const std::size_t k = slot_of.at(groups.group(pos));
     Slot& slot = plan.slots[k];
-    slot.members.push_back(plan.targets[t].device.id);
+    slot.members.push_back(t);
     Copy c;
     c.target = t;
     c.from = CopySource::slot;
