@@ -84,6 +84,10 @@ inline std::string env_log_level() {
 
 inline bool env_check() { return env_bool("DARRAY_CHECK", false); }
 
+// DARRAY_SINGLE_COPY: whether processes of one node may read each other's blocks directly (process_vm_readv)
+// instead of sending large messages through MPI; on unless set to 0 (and then only where the system allows it).
+inline bool env_single_copy() { return env_bool("DARRAY_SINGLE_COPY", true); }
+
 // DARRAY_CACHE_BYTES: the bound of the shard memory cache per memory space (0 turns the cache off); unset: nullopt,
 // and the array layer picks its default (see darray/array/memory.hpp).
 inline std::optional<std::size_t> env_cache_bytes() {
@@ -116,6 +120,8 @@ inline const std::vector<EnvVar>& env_vars() {
        [] { (void)env_shutdown_timeout_seconds(); }},
       {"DARRAY_TIMEOUT_S", "deadline of blocking waits inside the library (0: none)",
        [] { (void)env_wait_timeout_seconds(); }},
+      {"DARRAY_SINGLE_COPY", "large transfers between processes of a node read the peer's memory directly (0: off)",
+       [] { (void)env_single_copy(); }},
   };
   return vars;
 }

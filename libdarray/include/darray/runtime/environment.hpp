@@ -22,6 +22,7 @@
 #include "darray/runtime/detail/kokkos_compat.hpp"
 #include "darray/runtime/detail/mpi.hpp"
 #include "darray/runtime/detail/shutdown.hpp"
+#include "darray/runtime/detail/single_copy.hpp"
 #include "darray/runtime/detail/state.hpp"
 #include "darray/runtime/device.hpp"
 #include "darray/runtime/launcher.hpp"
@@ -189,11 +190,15 @@ class Environment {
     DARRAY_MPI_CHECK(MPI_Comm_split_type(s.comm, MPI_COMM_TYPE_SHARED, s.rank, MPI_INFO_NULL, &node));
     DARRAY_MPI_CHECK(MPI_Comm_rank(node, &s.local_rank));
     DARRAY_MPI_CHECK(MPI_Comm_size(node, &s.local_size));
-    DARRAY_MPI_CHECK(MPI_Comm_free(&node));
+    struct FreeComm {
+      MPI_Comm& c;
+      ~FreeComm() { MPI_Comm_free(&c); }
+    } free_node{node};
 
     // Everything read from this process's environment is checked on every process before any collective that
     // depends on it, so a malformed value on one rank fails all ranks alike.
     detail::LocalSetup setup;
+    bool single_copy = false;
     detail::run_agreed(s.comm, [&] {
       detail::log_level_ref() = detail::parse_log_level();
       s.launcher = detect_launcher();
@@ -201,6 +206,7 @@ class Environment {
       s.consistency_checks = detail::env_check();
       s.shutdown_timeout_s = detail::env_shutdown_timeout_seconds();
       s.wait_timeout_s = detail::env_wait_timeout_seconds();
+      single_copy = detail::env_single_copy();
     });
     if (s.rank == 0)
       for (const std::string& name : detail::unknown_env_vars(environ))
@@ -224,6 +230,8 @@ class Environment {
         DARRAY_LOG(warn, "launcher " << to_string(s.launcher.kind) << " says local rank " << s.launcher.local_rank
                                      << " but MPI_Comm_split_type(SHARED) says " << s.local_rank);
     }
+
+    s.single_copy_pids = detail::probe_single_copy(s.comm, node, single_copy);
 
     detail::run_agreed(s.comm, [&] { m_kokkos_owned = detail::kokkos_initialize_if_needed(setup.gpu_ordinal); });
 

@@ -5,7 +5,9 @@
 //   with the plan (Open MPI packs into its own transport buffers); several small pieces to one peer packed into one
 //   message instead; same-process pieces copied while the messages fly, with geometries simplified once per engine.
 //   Messages carry a fingerprint of the operation and element type as their tag, checked on arrival, so processes
-//   that called different operations get an error rather than each other's bytes;
+//   that called different operations get an error rather than each other's bytes. Large pieces from a peer on the
+//   same node are read by the receiver straight from the sender's blocks where the system allows it (single copies:
+//   runtime/detail/single_copy.hpp), instead of passing through MPI's shared-memory fragments (two copies);
 // - device memory: pack kernels into one contiguous send buffer (a segment per peer), grouped ncclSend/ncclRecv
 //   (NCCL backend) or MPI point-to-point (CUDA-aware MPI on device pointers where the MPI library says it is, else
 //   through host mirrors), unpack kernels; same-process pieces as device copies.
@@ -20,8 +22,10 @@
 #include <Kokkos_Core.hpp>
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
@@ -39,6 +43,7 @@
 #include "darray/core/error.hpp"
 #include "darray/core/index.hpp"
 #include "darray/redistribute/detail/messages.hpp"
+#include "darray/runtime/detail/single_copy.hpp"
 #include "darray/runtime/environment.hpp"
 
 namespace darray {
@@ -167,6 +172,43 @@ inline Region packed_region(const Move& m, int64_t at) {
   return r;
 }
 
+// Elements of the longest run that is contiguous in a region: the piece's innermost dims whose strides follow on
+// (dims of one element aside). Both sides' runs of a piece are products of its innermost extents, so the shorter
+// divides the longer.
+inline int64_t contiguous_elements(const Move& m, const int64_t* stride) {
+  int64_t run = 1;
+  for (int d = m.rank; d-- > 0;) {
+    const auto k = static_cast<std::size_t>(d);
+    if (m.extent[k] == 1) continue;
+    if (stride[k] != run) break;
+    run *= m.extent[k];
+  }
+  return run;
+}
+
+// Calls f(src_offset, dst_offset) for each run of `run` elements of a piece (run divides its innermost extents'
+// product, as contiguous_elements gives), in row-major order, with the element offsets of the run's start.
+template <class F>
+void for_each_run(const Move& m, const int64_t* src_stride, const int64_t* dst_stride, int64_t run, F&& f) {
+  if (m.elements() == 0) return;
+  int outer = m.rank;  // dims [0, outer) step from run to run
+  for (int64_t inside = 1; outer > 0 && inside < run;) inside *= m.extent[static_cast<std::size_t>(--outer)];
+  int64_t counter[max_copy_rank] = {};
+  int64_t so = 0, dof = 0;
+  for (int64_t r = 0, runs = m.elements() / run; r < runs; ++r) {
+    f(so, dof);
+    for (int d = outer; d-- > 0;) {
+      const auto k = static_cast<std::size_t>(d);
+      so += src_stride[k];
+      dof += dst_stride[k];
+      if (++counter[k] < m.extent[k]) break;
+      so -= src_stride[k] * m.extent[k];
+      dof -= dst_stride[k] * m.extent[k];
+      counter[k] = 0;
+    }
+  }
+}
+
 // Send and receive staging of the device path; kept by callers that run one engine repeatedly (an FFT plan), grown
 // on demand. The host mirrors serve MPI on device memory when MPI cannot read device pointers.
 template <class T, class M>
@@ -240,6 +282,10 @@ class MoveEngine {
       }
     }
     m_unpack_elements = at;
+    if (op == CopyOp::assign) {
+      for (std::size_t k = 0; k < m_list.sends.size(); ++k) add_single_copy(m_copy_out, k, m_list.sends[k], true);
+      for (std::size_t k = 0; k < m_list.recvs.size(); ++k) add_single_copy(m_copy_in, k, m_list.recvs[k], false);
+    }
   }
   MoveEngine(const MoveEngine&) = delete;
   MoveEngine& operator=(const MoveEngine&) = delete;
@@ -280,6 +326,12 @@ class MoveEngine {
     return bytes;
   }
 
+  // Test hook: pieces this process has read from same-node peers by single copy (read_pieces), all engines.
+  static std::size_t& single_copy_pieces() {
+    static std::size_t pieces = 0;
+    return pieces;
+  }
+
  private:
   static constexpr int tag = 0x4d56;  // "MV"
 
@@ -318,7 +370,110 @@ class MoveEngine {
     int count;
     MPI_Datatype type;
     std::uint32_t fingerprint = 0;  // of the pieces exchanged with `process` (peer_fingerprint)
+    bool single_copy = false;       // its pieces go by single copy: not posted
   };
+
+  // Single copies (runtime/detail/single_copy.hpp) of the pieces of a direction with a same-node peer that carries
+  // at least single_copy_min_bytes and is not packed (both sides know it alike), where both sides' contiguous runs
+  // of the pieces (in the pieces' own order) average single_copy_min_run_bytes: then one kernel copy moves the data
+  // where MPI's shared-memory transport makes two; a transpose whose runs are short on one side needs a second copy
+  // to reorder anyway, and keeps its messages. Each side knows only its own runs, so the first direct run sends the
+  // pieces as messages and, after them, each side's verdict ("setup"); from the second run on, a direction both
+  // found long goes by single copy: the sender sends, per piece, the address of its first element and its strides
+  // ("ready"), the receiver reads the pieces into its blocks and answers with an errno ("done"), and the sender
+  // returns only after that answer, so its blocks stay as they are while they are read. Every process runs an
+  // engine's runs alike, so both sides of a direction settle after the same run. Per peer, messages go and are
+  // received in the order data, setup (directions to the receiver first), ready, done.
+  static constexpr std::size_t single_copy_min_bytes = std::size_t(64) << 10;
+  static constexpr std::size_t single_copy_min_run_bytes = std::size_t(16) << 10;
+  struct SingleCopy {
+    std::size_t peer = 0;  // index into m_list.sends (sending) or m_list.recvs (receiving)
+    int process = -1;
+    int pid = -1;  // receiving: the sender's process id
+    std::uint32_t fingerprint = 0;
+    std::int64_t mine = 0, theirs = 0;  // each side's runs long enough (theirs: from its setup message)
+    bool on = false;                    // both were, once settled
+    std::vector<std::int64_t> ready;    // per piece: its first element's address, then its strides (rank of them)
+    std::int64_t done = 0;              // the reader's errno
+  };
+
+  void add_single_copy(std::vector<SingleCopy>& out, std::size_t k, const PeerMoves& p, bool sending) {
+    const int pid = single_copy_pid(p.process);
+    if (pid < 0 || p.process == process_index() || coalesced(p) ||
+        static_cast<std::size_t>(p.elements) * m_element_bytes < single_copy_min_bytes)
+      return;
+    SingleCopy c;
+    c.peer = k;
+    c.process = p.process;
+    c.pid = pid;
+    c.fingerprint = peer_fingerprint(p);
+    int64_t runs = 0;
+    std::size_t words = 0;
+    for (const Move& m : p.moves) {
+      const int64_t* stride = sending ? m.src.stride.data() : m.dst.front().stride.data();
+      runs += m.elements() / std::max<int64_t>(1, contiguous_elements(m, stride));
+      words += 1 + static_cast<std::size_t>(m.rank);
+    }
+    c.mine = static_cast<std::size_t>(p.elements) * m_element_bytes >=
+             static_cast<std::size_t>(std::max<int64_t>(runs, 1)) * single_copy_min_run_bytes;
+    c.ready.assign(words, 0);
+    out.push_back(std::move(c));
+  }
+
+  // A control message's tag: the direction's fingerprint, the element type and the kind (1 setup, 2 ready, 3 done).
+  static int control_tag(std::uint32_t fingerprint, int dtype, std::uint32_t kind) {
+    return message_tag(fingerprint ^ (kind * 0x85EBCA6Bu), dtype);
+  }
+
+  // After the first direct run: the directions both sides found long go by single copy from now on, and their
+  // messages are no longer posted.
+  void settle_single_copies() const {
+    auto settle = [](std::vector<SingleCopy>& copies, std::vector<Message>& messages) {
+      for (SingleCopy& c : copies) {
+        c.on = c.mine != 0 && c.theirs != 0;
+        if (c.on)
+          for (Message& m : messages)
+            if (m.process == c.process) m.single_copy = true;
+      }
+    };
+    settle(m_copy_out, m_send_messages);
+    settle(m_copy_in, m_recv_messages);
+    m_single_copy_settled = true;
+  }
+
+  // The sender's ready message of a direction: where each piece starts and its strides.
+  template <class T>
+  void announce_pieces(SingleCopy& c, const std::vector<const T*>& src) const {
+    std::size_t w = 0;
+    for (const Move& m : m_list.sends[c.peer].moves) {
+      c.ready[w++] = static_cast<std::int64_t>(
+          reinterpret_cast<std::uintptr_t>(src[static_cast<std::size_t>(m.src.buffer)] + m.src.offset));
+      for (int d = 0; d < m.rank; ++d) c.ready[w++] = m.src.stride[static_cast<std::size_t>(d)];
+    }
+  }
+
+  // Reads the pieces of a direction from the sender (c.ready: where they lie) into dst; returns 0 or an errno.
+  template <class T>
+  int read_pieces(const SingleCopy& c, const std::vector<T*>& dst) const {
+    static thread_local std::vector<PeerRange> ranges;
+    std::size_t w = 0;
+    for (const Move& m : m_list.recvs[c.peer].moves) {
+      const Region& d = m.dst.front();
+      const auto remote = static_cast<std::uint64_t>(c.ready[w]);
+      const int64_t* src_stride = c.ready.data() + w + 1;
+      w += 1 + static_cast<std::size_t>(m.rank);
+      const int64_t run = std::min(contiguous_elements(m, src_stride), contiguous_elements(m, d.stride.data()));
+      T* const base = dst[static_cast<std::size_t>(d.buffer)] + d.offset;
+      ranges.clear();
+      for_each_run(m, src_stride, d.stride.data(), run, [&](int64_t so, int64_t dof) {
+        ranges.push_back(PeerRange{base + dof, remote + static_cast<std::uint64_t>(so) * sizeof(T),
+                                   static_cast<std::size_t>(run) * sizeof(T)});
+      });
+      if (const int err = read_from_process(c.pid, ranges)) return err;
+      ++single_copy_pieces();
+    }
+    return 0;
+  }
 
   // What both sides of a peer's pieces know alike: the operation, the element size, the pieces' count and extents.
   // Messages carry it, mixed with the element type, as their tag; receives take any tag and compare, so processes
@@ -445,9 +600,11 @@ class MoveEngine {
   // truncated receive carried more).
   template <class T>
   void check_received(int dtype) const {
+    std::size_t posted = 0;
     for (std::size_t k = 0; k < m_recv_messages.size(); ++k) {
       const Message& m = m_recv_messages[k];
-      MPI_Status& st = m_statuses[k];
+      if (m.single_copy) continue;
+      MPI_Status& st = m_statuses[posted++];
       int got = 0;
       DARRAY_MPI_CHECK(MPI_Get_count(&st, m.type, &got));
       const bool truncated = st.MPI_ERROR == MPI_ERR_TRUNCATE;
@@ -466,28 +623,56 @@ class MoveEngine {
     last_staging_bytes() = 0;
     std::vector<MPI_Request>& requests = m_requests;  // kept between runs: a run allocates nothing
     std::vector<int>& peers = m_request_peers;        // rank each request waits on, for the DARRAY_TIMEOUT_S message
+    std::vector<MPI_Request>& ready = m_ready_requests;
     requests.clear();
     peers.clear();
+    ready.clear();
+    m_ready_peers.clear();
+    m_controls.clear();
     // Every process looks the group up, peers or not: its first use is collective.
     const ProcessGroup* group = nullptr;
     const MPI_Comm c = comm_and_ranks(group);
+    const bool setting_up = !m_single_copy_settled && (!m_copy_out.empty() || !m_copy_in.empty());
     if (!m_list.sends.empty() || !m_list.recvs.empty()) {
       make_messages();
       auto rank_of = [&](int process) { return group != nullptr ? group->group_rank_of(process) : process; };
-      requests.reserve(m_recv_messages.size() + m_send_messages.size());
+      requests.reserve(m_recv_messages.size() + m_send_messages.size() + 2 * (m_copy_out.size() + m_copy_in.size()));
+      auto control = [&](std::vector<MPI_Request>& out, std::vector<int>& out_peers, std::int64_t* data,
+                         std::size_t count, int process, std::uint32_t fingerprint, std::uint32_t kind, bool send) {
+        MPI_Request r = MPI_REQUEST_NULL;
+        const int ctag = control_tag(fingerprint, dtype, kind);
+        if (send) {
+          DARRAY_MPI_CHECK(MPI_Isend(data, static_cast<int>(count), MPI_INT64_T, rank_of(process), ctag, c, &r));
+        } else {
+          DARRAY_MPI_CHECK(MPI_Irecv(data, static_cast<int>(count), MPI_INT64_T, rank_of(process), MPI_ANY_TAG, c, &r));
+          if (&out == &requests) m_controls.push_back(Control{requests.size(), ctag, static_cast<int>(count), process});
+        }
+        out.push_back(r);
+        out_peers.push_back(rank_of(process));
+      };
       // Receives first, so messages land in place rather than in MPI's unexpected queue.
       T* const stage_recv = reinterpret_cast<T*>(staging_words(1, words(m_unpack_elements)));
       T* const stage_send = reinterpret_cast<T*>(staging_words(0, words(m_pack_elements)));
       for (const Message& m : m_recv_messages) {
+        if (m.single_copy) continue;
         MPI_Request r = MPI_REQUEST_NULL;
         T* const base = m.buffer == staging ? stage_recv : dst[static_cast<std::size_t>(m.buffer)];
         DARRAY_MPI_CHECK(MPI_Irecv(base + m.offset, m.count, m.type, rank_of(m.process), MPI_ANY_TAG, c, &r));
         requests.push_back(r);
         peers.push_back(rank_of(m.process));
       }
+      for (SingleCopy& s : m_copy_in)  // setup: the verdicts on directions to this process first
+        if (setting_up) control(requests, peers, &s.theirs, 1, s.process, s.fingerprint, 1, false);
+      for (SingleCopy& s : m_copy_out)
+        if (setting_up) control(requests, peers, &s.theirs, 1, s.process, s.fingerprint, 1, false);
+      for (SingleCopy& s : m_copy_in)
+        if (s.on) control(ready, m_ready_peers, s.ready.data(), s.ready.size(), s.process, s.fingerprint, 2, false);
+      for (SingleCopy& s : m_copy_out)
+        if (s.on) control(requests, peers, &s.done, 1, s.process, s.fingerprint, 3, false);
       for (const BufferCopy& k : m_pack_copies)
         strided_copy_host(src[static_cast<std::size_t>(k.src)], stage_send, k.geometry, false);
       for (const Message& m : m_send_messages) {
+        if (m.single_copy) continue;
         MPI_Request r = MPI_REQUEST_NULL;
         T* const base = m.buffer == staging ? stage_send : const_cast<T*>(src[static_cast<std::size_t>(m.buffer)]);
         DARRAY_MPI_CHECK(
@@ -495,27 +680,94 @@ class MoveEngine {
         requests.push_back(r);
         peers.push_back(rank_of(m.process));
       }
+      for (SingleCopy& s : m_copy_out)  // setup: the verdicts on directions from this process first
+        if (setting_up) control(requests, peers, &s.mine, 1, s.process, s.fingerprint, 1, true);
+      for (SingleCopy& s : m_copy_in)
+        if (setting_up) control(requests, peers, &s.mine, 1, s.process, s.fingerprint, 1, true);
+      for (SingleCopy& s : m_copy_out) {
+        if (!s.on) continue;
+        announce_pieces<T>(s, src);
+        control(requests, peers, s.ready.data(), s.ready.size(), s.process, s.fingerprint, 2, true);
+      }
     }
+    int read_error = 0;
+    int read_from = -1;
     try {
       copy_local_host<T, Op>(src, dst);
+      if (!ready.empty()) {
+        // The senders' pieces are ready: read them, then tell each sender it may go on.
+        m_ready_statuses.resize(ready.size());
+        wait_all_until(ready, m_api, m_ready_peers, m_ready_statuses.data(), wait_timeout_seconds(),
+                       /*tolerate_truncation=*/true);
+        std::size_t k = 0;
+        for (SingleCopy& s : m_copy_in) {
+          if (!s.on) continue;
+          // Another operation's message (the processes called different operations): nothing is read, and the
+          // sender learns it from the answer instead of waiting for one.
+          if (!control_ok(m_ready_statuses[k++], control_tag(s.fingerprint, dtype, 2), s.ready.size()))
+            s.done = EPROTO;
+          else if constexpr (Op == CopyOp::assign)
+            s.done = read_pieces<T>(s, dst);
+          if (s.done != 0 && read_error == 0) {
+            read_error = static_cast<int>(s.done);
+            read_from = s.process;
+          }
+          MPI_Request r = MPI_REQUEST_NULL;
+          const int to = group != nullptr ? group->group_rank_of(s.process) : s.process;
+          DARRAY_MPI_CHECK(MPI_Isend(&s.done, 1, MPI_INT64_T, to, control_tag(s.fingerprint, dtype, 3), c, &r));
+          requests.push_back(r);
+          peers.push_back(to);
+        }
+      }
       m_statuses.resize(requests.size());
       // A message longer than its receive (another operation on the peer) completes the receive, flagged; the check
       // below reports it once everything arrived, so nothing of this call is left for the next one to receive.
       wait_all_until(requests, m_api, peers, m_statuses.data(), wait_timeout_seconds(), /*tolerate_truncation=*/true);
     } catch (...) {
       // A deadline passed or a message failed: withdraw what is still posted before the buffers go.
-      for (MPI_Request& r : requests)
-        if (r != MPI_REQUEST_NULL) {
-          MPI_Cancel(&r);
-          MPI_Request_free(&r);
-        }
+      for (std::vector<MPI_Request>* v : {&requests, &ready})
+        for (MPI_Request& r : *v)
+          if (r != MPI_REQUEST_NULL) {
+            MPI_Cancel(&r);
+            MPI_Request_free(&r);
+          }
       throw;
     }
     check_received<T>(dtype);
+    for (const Control& k : m_controls)
+      if (!control_ok(m_statuses[k.request], k.tag, static_cast<std::size_t>(k.count)))
+        throw_other_operation(k.process);
+    if (setting_up) settle_single_copies();
+    if (read_error == EPROTO) throw_other_operation(read_from);
+    DARRAY_THROW_IF(
+        read_error != 0, Error, m_api,
+        "reading the pieces of process " << read_from << " from its memory failed: " << std::strerror(read_error));
+    for (const SingleCopy& s : m_copy_out) {
+      if (!s.on || s.done == 0) continue;
+      if (s.done == EPROTO) throw_other_operation(s.process);
+      DARRAY_THROW(Error, m_api,
+                   "process " << s.process << " could not read this process's pieces from its memory: "
+                              << std::strerror(static_cast<int>(s.done)));
+    }
     const T* const stage_recv = reinterpret_cast<const T*>(staging_words(1, words(m_unpack_elements)));
     for (const BufferCopy& k : m_unpack_copies)
       strided_copy_host<T, Op>(stage_recv, dst[static_cast<std::size_t>(k.dst)], k.geometry, false);
     fan_out_host(dst);
+  }
+
+  // Whether a control message (setup, ready, done) carried its kind's tag and `count` words: else the peer ran
+  // another operation.
+  static bool control_ok(MPI_Status st, int expected_tag, std::size_t count) {
+    int got = 0;
+    DARRAY_MPI_CHECK(MPI_Get_count(&st, MPI_INT64_T, &got));
+    return st.MPI_ERROR != MPI_ERR_TRUNCATE && st.MPI_TAG == expected_tag && static_cast<std::size_t>(got) == count;
+  }
+
+  [[noreturn]] void throw_other_operation(int process) const {
+    DARRAY_THROW(InvalidArgument, m_api,
+                 "process " << process
+                            << " sent data of another operation or of other arrays: the processes called different "
+                               "operations, or the same one with different shapes, shardings or element types");
   }
 
   template <class T, class M, CopyOp Op>
@@ -618,6 +870,19 @@ class MoveEngine {
   mutable std::vector<int> m_request_peers;
   mutable std::vector<MPI_Status> m_statuses;
   mutable bool m_messages_ready = false;
+  // Single copies: the directions with same-node peers that may take them, whether the first direct run settled
+  // which do, the ready receives (waited for before the others), and where the control receives sit among the
+  // requests.
+  mutable std::vector<SingleCopy> m_copy_out, m_copy_in;
+  mutable bool m_single_copy_settled = false;
+  mutable std::vector<MPI_Request> m_ready_requests;
+  mutable std::vector<int> m_ready_peers;
+  mutable std::vector<MPI_Status> m_ready_statuses;
+  struct Control {
+    std::size_t request;
+    int tag, count, process;
+  };
+  mutable std::vector<Control> m_controls;
   mutable const ProcessGroup* m_group = nullptr;  // see comm_and_ranks
   mutable unsigned long m_group_generation = 0;
 };

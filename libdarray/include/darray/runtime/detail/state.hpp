@@ -32,8 +32,11 @@ struct RuntimeState {
   int shutdown_timeout_s = 300;        // DARRAY_SHUTDOWN_TIMEOUT_S, this process's own
   int wait_timeout_s = 0;              // DARRAY_TIMEOUT_S, agreed across processes at start-up (the largest)
   MPI_Comm sync_comm = MPI_COMM_NULL;  // barrier's messages when wait_timeout_s > 0, apart from all other traffic
-  std::vector<Device> devices;         // global table, ordered by id
-  std::vector<Device> local_devices;   // this process's, ordered by local index
+  // Per process of the job: its process id when it shares this node and single copies between the node's
+  // processes work (runtime/detail/single_copy.hpp), else -1; empty when no process shares this one's node.
+  std::vector<int> single_copy_pids;
+  std::vector<Device> devices;        // global table, ordered by id
+  std::vector<Device> local_devices;  // this process's, ordered by local index
   std::vector<std::function<void()>> finalizers;
 };
 
