@@ -10,11 +10,13 @@
 #include <vector>
 
 #include "darray/darray.hpp"
+#include "holds_iota.hpp"
 #include "mpi_test.hpp"
 #include "random_layouts.hpp"
 
 using namespace darray;
 using darray::testing::all_ok;
+using darray::testing::holds_iota;
 using darray::testing::random_spec;
 
 namespace {
@@ -44,35 +46,16 @@ auto with_messages_only(F&& f) {
 }
 
 template <class T, int N, class M>
-bool holds_iota(const DistributedArray<T, N, M>& a) {
-  const Shape strides = row_major_strides(a.shape());
-  for (const auto& s : a.addressable_shards()) {
-    const Shape bshape = box_shape(s.index);
-    const T* p = s.data.data();
-    for (int64_t e = 0; e < volume(s.index); ++e) {
-      int64_t rest = e, flat = 0;
-      for (std::size_t d = bshape.size(); d-- > 0;) {
-        flat += (s.index[d].start + rest % bshape[d]) * strides[d];
-        rest /= bshape[d];
-      }
-      if (!(p[e] == static_cast<T>(flat))) return false;
-    }
-  }
-  return true;
-}
-
-template <class T, int N, class M>
-bool bit_equal(const std::vector<T>& a, const DistributedArray<T, N, M>& b) {
-  std::vector<T> flat;
-  for (const auto& s : b.addressable_shards()) flat.insert(flat.end(), s.data.data(), s.data.data() + s.data.size());
-  return a.size() == flat.size() && std::memcmp(a.data(), flat.data(), a.size() * sizeof(T)) == 0;
-}
-
-template <class T, int N, class M>
 std::vector<T> local_values(const DistributedArray<T, N, M>& a) {
   std::vector<T> flat;
   for (const auto& s : a.addressable_shards()) flat.insert(flat.end(), s.data.data(), s.data.data() + s.data.size());
   return flat;
+}
+
+template <class T, int N, class M>
+bool bit_equal(const std::vector<T>& a, const DistributedArray<T, N, M>& b) {
+  const std::vector<T> flat = local_values(b);
+  return a.size() == flat.size() && std::memcmp(a.data(), flat.data(), a.size() * sizeof(T)) == 0;
 }
 
 // iota through random shardings of an array of about `elements` elements.
