@@ -172,39 +172,30 @@ inline Region packed_region(const Move& m, int64_t at) {
   return r;
 }
 
-// Elements of the longest run that is contiguous in a region: the piece's innermost dims whose strides follow on
-// (dims of one element aside). Both sides' runs of a piece are products of its innermost extents, so the shorter
-// divides the longer.
-inline int64_t contiguous_elements(const Move& m, const int64_t* stride) {
-  int64_t run = 1;
-  for (int d = m.rank; d-- > 0;) {
-    const auto k = static_cast<std::size_t>(d);
-    if (m.extent[k] == 1) continue;
-    if (stride[k] != run) break;
-    run *= m.extent[k];
-  }
-  return run;
+// Elements a simplified copy geometry moves contiguously on both sides at once: its innermost dim where both strides
+// there are 1, else single elements.
+inline int64_t contiguous_run(const CopyGeometry& g) {
+  return g.rank > 0 && g.src_stride[g.rank - 1] == 1 && g.dst_stride[g.rank - 1] == 1 ? g.extent[g.rank - 1] : 1;
 }
 
-// Calls f(src_offset, dst_offset) for each run of `run` elements of a piece (run divides its innermost extents'
-// product, as contiguous_elements gives), in row-major order, with the element offsets of the run's start.
+// Calls f(src_offset, dst_offset, run) for each contiguous_run of a simplified copy geometry in turn, at those
+// element offsets.
 template <class F>
-void for_each_run(const Move& m, const int64_t* src_stride, const int64_t* dst_stride, int64_t run, F&& f) {
-  if (m.elements() == 0) return;
-  int outer = m.rank;  // dims [0, outer) step from run to run
-  for (int64_t inside = 1; outer > 0 && inside < run;) inside *= m.extent[static_cast<std::size_t>(--outer)];
+void for_each_run(const CopyGeometry& g, F&& f) {
+  if (g.elements() == 0) return;
+  const int64_t run = contiguous_run(g);
+  const int outer = run > 1 ? g.rank - 1 : g.rank;  // dims [0, outer) step from run to run (simplify drops 1-dims)
   int64_t counter[max_copy_rank] = {};
-  int64_t so = 0, dof = 0;
-  for (int64_t r = 0, runs = m.elements() / run; r < runs; ++r) {
-    f(so, dof);
+  int64_t so = g.src_offset, dof = g.dst_offset;
+  for (int64_t r = 0, runs = g.elements() / run; r < runs; ++r) {
+    f(so, dof, run);
     for (int d = outer; d-- > 0;) {
-      const auto k = static_cast<std::size_t>(d);
-      so += src_stride[k];
-      dof += dst_stride[k];
-      if (++counter[k] < m.extent[k]) break;
-      so -= src_stride[k] * m.extent[k];
-      dof -= dst_stride[k] * m.extent[k];
-      counter[k] = 0;
+      so += g.src_stride[d];
+      dof += g.dst_stride[d];
+      if (++counter[d] < g.extent[d]) break;
+      so -= g.src_stride[d] * g.extent[d];
+      dof -= g.dst_stride[d] * g.extent[d];
+      counter[d] = 0;
     }
   }
 }
@@ -410,8 +401,9 @@ class MoveEngine {
     int64_t runs = 0;
     std::size_t words = 0;
     for (const Move& m : p.moves) {
-      const int64_t* stride = sending ? m.src.stride.data() : m.dst.front().stride.data();
-      runs += m.elements() / std::max<int64_t>(1, contiguous_elements(m, stride));
+      // This side's contiguous runs, in the pieces' own order: its region copied to a packed one.
+      const CopyGeometry g = simplify(move_geometry(m, sending ? m.src : m.dst.front(), packed_region(m, 0)));
+      runs += m.elements() / std::max<int64_t>(1, contiguous_run(g));
       words += 1 + static_cast<std::size_t>(m.rank);
     }
     c.mine = static_cast<std::size_t>(p.elements) * m_element_bytes >=
@@ -460,12 +452,13 @@ class MoveEngine {
     for (const Move& m : m_list.recvs[c.peer].moves) {
       const Region& d = m.dst.front();
       const auto remote = static_cast<std::uint64_t>(c.ready[w]);
-      const int64_t* src_stride = c.ready.data() + w + 1;
+      Region from;  // the sender's piece, from its first element
+      for (int k = 0; k < m.rank; ++k)
+        from.stride[static_cast<std::size_t>(k)] = c.ready[w + 1 + static_cast<std::size_t>(k)];
       w += 1 + static_cast<std::size_t>(m.rank);
-      const int64_t run = std::min(contiguous_elements(m, src_stride), contiguous_elements(m, d.stride.data()));
-      T* const base = dst[static_cast<std::size_t>(d.buffer)] + d.offset;
+      T* const base = dst[static_cast<std::size_t>(d.buffer)];
       ranges.clear();
-      for_each_run(m, src_stride, d.stride.data(), run, [&](int64_t so, int64_t dof) {
+      for_each_run(simplify(move_geometry(m, from, d)), [&](int64_t so, int64_t dof, int64_t run) {
         ranges.push_back(PeerRange{base + dof, remote + static_cast<std::uint64_t>(so) * sizeof(T),
                                    static_cast<std::size_t>(run) * sizeof(T)});
       });
