@@ -142,39 +142,17 @@ inline CopyGeometry simplify(const CopyGeometry& in) {
   return g;
 }
 
-// Host copy of a simplified geometry: copy_bytes (or streaming stores) of the inner run where both sides are
-// contiguous along it, an element loop otherwise (always an element loop for CopyOp::add).
-template <class T, CopyOp Op = CopyOp::assign>
-void strided_copy_host(const T* src, T* dst, const CopyGeometry& g, bool streaming) {
-  static_assert(std::is_trivially_copyable<T>::value, "array elements are copied as bytes");
+// Calls row(src_offset, dst_offset) with the element offsets of each row (the innermost dim, g.extent[g.rank - 1]
+// elements at strides g.src_stride / g.dst_stride there) of a simplified geometry, in row-major order of the outer
+// dims; nothing for an empty one.
+template <class F>
+void for_each_row(const CopyGeometry& g, F&& row) {
   const int inner = g.rank - 1;
-  const int64_t run = g.extent[inner];
-  if (run == 0) return;
-  const bool contiguous = Op == CopyOp::assign && g.src_stride[inner] == 1 && g.dst_stride[inner] == 1;
-  const std::size_t run_bytes = static_cast<std::size_t>(run) * sizeof(T);
-  const auto copy_run = [&](T* t, const T* s) {
-    if (streaming)
-      stream_copy(t, s, run_bytes);
-    else
-      copy_bytes(static_cast<void*>(t), static_cast<const void*>(s), run_bytes);
-  };
-  if (contiguous && g.rank == 1) {  // one run (a halo slab, a block's rows): no counters
-    copy_run(dst + g.dst_offset, src + g.src_offset);
-    return;
-  }
+  if (g.extent[inner] == 0) return;  // simplify leaves an empty region as one dim of extent 0
   int64_t counter[max_copy_rank] = {};
-  const T* s = src + g.src_offset;
-  T* t = dst + g.dst_offset;
+  int64_t s = g.src_offset, t = g.dst_offset;
   while (true) {
-    if (contiguous) {
-      copy_run(t, s);
-    } else {
-      const int64_t a = g.src_stride[inner], b = g.dst_stride[inner];
-      if constexpr (Op == CopyOp::add)
-        for (int64_t k = 0; k < run; ++k) t[k * b] += s[k * a];
-      else
-        for (int64_t k = 0; k < run; ++k) t[k * b] = s[k * a];
-    }
+    row(s, t);
     int d = inner;
     while (true) {
       if (d == 0) return;
@@ -187,6 +165,66 @@ void strided_copy_host(const T* src, T* dst, const CopyGeometry& g, bool streami
       counter[d] = 0;
     }
   }
+}
+
+// Elements a simplified copy geometry moves contiguously on both sides at once: its innermost dim where both strides
+// there are 1, else single elements.
+inline int64_t contiguous_run(const CopyGeometry& g) {
+  return g.rank > 0 && g.src_stride[g.rank - 1] == 1 && g.dst_stride[g.rank - 1] == 1 ? g.extent[g.rank - 1] : 1;
+}
+
+// Calls f(src_offset, dst_offset, run) for each contiguous_run of a simplified copy geometry in turn, at those
+// element offsets.
+template <class F>
+void for_each_run(const CopyGeometry& g, F&& f) {
+  const int inner = g.rank - 1;
+  const int64_t n = g.extent[inner], a = g.src_stride[inner], b = g.dst_stride[inner];
+  if (contiguous_run(g) > 1 || n == 1)
+    for_each_row(g, [&](int64_t s, int64_t t) { f(s, t, n); });
+  else
+    for_each_row(g, [&](int64_t s, int64_t t) {
+      for (int64_t k = 0; k < n; ++k) f(s + k * a, t + k * b, int64_t(1));
+    });
+}
+
+// Host copy of a simplified geometry, row by row: copy_bytes (or streaming stores) of each row where both sides are
+// contiguous along it, an element loop otherwise (always an element loop for CopyOp::add).
+template <class T, CopyOp Op>
+void strided_copy_host_rows(const T* src, T* dst, const CopyGeometry& g, bool streaming) {
+  const int inner = g.rank - 1;
+  const int64_t run = g.extent[inner];
+  const int64_t a = g.src_stride[inner], b = g.dst_stride[inner];
+  const std::size_t run_bytes = static_cast<std::size_t>(run) * sizeof(T);
+  if (Op == CopyOp::assign && a == 1 && b == 1) {
+    if (streaming)
+      for_each_row(g, [&](int64_t s, int64_t t) { stream_copy(dst + t, src + s, run_bytes); });
+    else
+      for_each_row(g, [&](int64_t s, int64_t t) {
+        copy_bytes(static_cast<void*>(dst + t), static_cast<const void*>(src + s), run_bytes);
+      });
+    return;
+  }
+  for_each_row(g, [&](int64_t so, int64_t to) {
+    const T* s = src + so;
+    T* t = dst + to;
+    if constexpr (Op == CopyOp::add)
+      for (int64_t k = 0; k < run; ++k) t[k * b] += s[k * a];
+    else
+      for (int64_t k = 0; k < run; ++k) t[k * b] = s[k * a];
+  });
+}
+
+// Host copy of a simplified geometry. A single contiguous run (a halo slab, a block's rows, a small collective's
+// shard) is one copy_bytes here, inline: such copies come many to a call and cost little more than the call.
+template <class T, CopyOp Op = CopyOp::assign>
+inline void strided_copy_host(const T* src, T* dst, const CopyGeometry& g, bool streaming) {
+  static_assert(std::is_trivially_copyable<T>::value, "array elements are copied as bytes");
+  if (Op == CopyOp::assign && g.rank == 1 && g.src_stride[0] == 1 && g.dst_stride[0] == 1 && !streaming) {
+    copy_bytes(static_cast<void*>(dst + g.dst_offset), static_cast<const void*>(src + g.src_offset),
+               static_cast<std::size_t>(g.extent[0]) * sizeof(T));
+    return;
+  }
+  strided_copy_host_rows<T, Op>(src, dst, g, streaming);
 }
 
 // Device copy of a simplified geometry: one work item per element, the destination's innermost dim fastest

@@ -172,34 +172,6 @@ inline Region packed_region(const Move& m, int64_t at) {
   return r;
 }
 
-// Elements a simplified copy geometry moves contiguously on both sides at once: its innermost dim where both strides
-// there are 1, else single elements.
-inline int64_t contiguous_run(const CopyGeometry& g) {
-  return g.rank > 0 && g.src_stride[g.rank - 1] == 1 && g.dst_stride[g.rank - 1] == 1 ? g.extent[g.rank - 1] : 1;
-}
-
-// Calls f(src_offset, dst_offset, run) for each contiguous_run of a simplified copy geometry in turn, at those
-// element offsets.
-template <class F>
-void for_each_run(const CopyGeometry& g, F&& f) {
-  if (g.elements() == 0) return;
-  const int64_t run = contiguous_run(g);
-  const int outer = run > 1 ? g.rank - 1 : g.rank;  // dims [0, outer) step from run to run (simplify drops 1-dims)
-  int64_t counter[max_copy_rank] = {};
-  int64_t so = g.src_offset, dof = g.dst_offset;
-  for (int64_t r = 0, runs = g.elements() / run; r < runs; ++r) {
-    f(so, dof, run);
-    for (int d = outer; d-- > 0;) {
-      so += g.src_stride[d];
-      dof += g.dst_stride[d];
-      if (++counter[d] < g.extent[d]) break;
-      so -= g.src_stride[d] * g.extent[d];
-      dof -= g.dst_stride[d] * g.extent[d];
-      counter[d] = 0;
-    }
-  }
-}
-
 // Send and receive staging of the device path; kept by callers that run one engine repeatedly (an FFT plan), grown
 // on demand. The host mirrors serve MPI on device memory when MPI cannot read device pointers.
 template <class T, class M>
@@ -625,63 +597,66 @@ class MoveEngine {
     // Every process looks the group up, peers or not: its first use is collective.
     const ProcessGroup* group = nullptr;
     const MPI_Comm c = comm_and_ranks(group);
+    if (m_list.sends.empty() && m_list.recvs.empty()) {  // no peer: the same-process copies are the whole run
+      copy_local_host<T, Op>(src, dst);
+      fan_out_host(dst);
+      return;
+    }
     const bool setting_up = !m_single_copy_settled && (!m_copy_out.empty() || !m_copy_in.empty());
-    if (!m_list.sends.empty() || !m_list.recvs.empty()) {
-      make_messages();
-      auto rank_of = [&](int process) { return group != nullptr ? group->group_rank_of(process) : process; };
-      requests.reserve(m_recv_messages.size() + m_send_messages.size() + 2 * (m_copy_out.size() + m_copy_in.size()));
-      auto control = [&](std::vector<MPI_Request>& out, std::vector<int>& out_peers, std::int64_t* data,
-                         std::size_t count, int process, std::uint32_t fingerprint, std::uint32_t kind, bool send) {
-        MPI_Request r = MPI_REQUEST_NULL;
-        const int ctag = control_tag(fingerprint, dtype, kind);
-        if (send) {
-          DARRAY_MPI_CHECK(MPI_Isend(data, static_cast<int>(count), MPI_INT64_T, rank_of(process), ctag, c, &r));
-        } else {
-          DARRAY_MPI_CHECK(MPI_Irecv(data, static_cast<int>(count), MPI_INT64_T, rank_of(process), MPI_ANY_TAG, c, &r));
-          if (&out == &requests) m_controls.push_back(Control{requests.size(), ctag, static_cast<int>(count), process});
-        }
-        out.push_back(r);
-        out_peers.push_back(rank_of(process));
-      };
-      // Receives first, so messages land in place rather than in MPI's unexpected queue.
-      T* const stage_recv = reinterpret_cast<T*>(staging_words(1, words(m_unpack_elements)));
-      T* const stage_send = reinterpret_cast<T*>(staging_words(0, words(m_pack_elements)));
-      for (const Message& m : m_recv_messages) {
-        if (m.single_copy) continue;
-        MPI_Request r = MPI_REQUEST_NULL;
-        T* const base = m.buffer == staging ? stage_recv : dst[static_cast<std::size_t>(m.buffer)];
-        DARRAY_MPI_CHECK(MPI_Irecv(base + m.offset, m.count, m.type, rank_of(m.process), MPI_ANY_TAG, c, &r));
-        requests.push_back(r);
-        peers.push_back(rank_of(m.process));
+    make_messages();
+    auto rank_of = [&](int process) { return group != nullptr ? group->group_rank_of(process) : process; };
+    requests.reserve(m_recv_messages.size() + m_send_messages.size() + 2 * (m_copy_out.size() + m_copy_in.size()));
+    auto control = [&](std::vector<MPI_Request>& out, std::vector<int>& out_peers, std::int64_t* data,
+                       std::size_t count, int process, std::uint32_t fingerprint, std::uint32_t kind, bool send) {
+      MPI_Request r = MPI_REQUEST_NULL;
+      const int ctag = control_tag(fingerprint, dtype, kind);
+      if (send) {
+        DARRAY_MPI_CHECK(MPI_Isend(data, static_cast<int>(count), MPI_INT64_T, rank_of(process), ctag, c, &r));
+      } else {
+        DARRAY_MPI_CHECK(MPI_Irecv(data, static_cast<int>(count), MPI_INT64_T, rank_of(process), MPI_ANY_TAG, c, &r));
+        if (&out == &requests) m_controls.push_back(Control{requests.size(), ctag, static_cast<int>(count), process});
       }
-      for (SingleCopy& s : m_copy_in)  // setup: the verdicts on directions to this process first
-        if (setting_up) control(requests, peers, &s.theirs, 1, s.process, s.fingerprint, 1, false);
-      for (SingleCopy& s : m_copy_out)
-        if (setting_up) control(requests, peers, &s.theirs, 1, s.process, s.fingerprint, 1, false);
-      for (SingleCopy& s : m_copy_in)
-        if (s.on) control(ready, m_ready_peers, s.ready.data(), s.ready.size(), s.process, s.fingerprint, 2, false);
-      for (SingleCopy& s : m_copy_out)
-        if (s.on) control(requests, peers, &s.done, 1, s.process, s.fingerprint, 3, false);
-      for (const BufferCopy& k : m_pack_copies)
-        strided_copy_host(src[static_cast<std::size_t>(k.src)], stage_send, k.geometry, false);
-      for (const Message& m : m_send_messages) {
-        if (m.single_copy) continue;
-        MPI_Request r = MPI_REQUEST_NULL;
-        T* const base = m.buffer == staging ? stage_send : const_cast<T*>(src[static_cast<std::size_t>(m.buffer)]);
-        DARRAY_MPI_CHECK(
-            MPI_Isend(base + m.offset, m.count, m.type, rank_of(m.process), message_tag(m.fingerprint, dtype), c, &r));
-        requests.push_back(r);
-        peers.push_back(rank_of(m.process));
-      }
-      for (SingleCopy& s : m_copy_out)  // setup: the verdicts on directions from this process first
-        if (setting_up) control(requests, peers, &s.mine, 1, s.process, s.fingerprint, 1, true);
-      for (SingleCopy& s : m_copy_in)
-        if (setting_up) control(requests, peers, &s.mine, 1, s.process, s.fingerprint, 1, true);
-      for (SingleCopy& s : m_copy_out) {
-        if (!s.on) continue;
-        announce_pieces<T>(s, src);
-        control(requests, peers, s.ready.data(), s.ready.size(), s.process, s.fingerprint, 2, true);
-      }
+      out.push_back(r);
+      out_peers.push_back(rank_of(process));
+    };
+    // Receives first, so messages land in place rather than in MPI's unexpected queue.
+    T* const stage_recv = reinterpret_cast<T*>(staging_words(1, words(m_unpack_elements)));
+    T* const stage_send = reinterpret_cast<T*>(staging_words(0, words(m_pack_elements)));
+    for (const Message& m : m_recv_messages) {
+      if (m.single_copy) continue;
+      MPI_Request r = MPI_REQUEST_NULL;
+      T* const base = m.buffer == staging ? stage_recv : dst[static_cast<std::size_t>(m.buffer)];
+      DARRAY_MPI_CHECK(MPI_Irecv(base + m.offset, m.count, m.type, rank_of(m.process), MPI_ANY_TAG, c, &r));
+      requests.push_back(r);
+      peers.push_back(rank_of(m.process));
+    }
+    for (SingleCopy& s : m_copy_in)  // setup: the verdicts on directions to this process first
+      if (setting_up) control(requests, peers, &s.theirs, 1, s.process, s.fingerprint, 1, false);
+    for (SingleCopy& s : m_copy_out)
+      if (setting_up) control(requests, peers, &s.theirs, 1, s.process, s.fingerprint, 1, false);
+    for (SingleCopy& s : m_copy_in)
+      if (s.on) control(ready, m_ready_peers, s.ready.data(), s.ready.size(), s.process, s.fingerprint, 2, false);
+    for (SingleCopy& s : m_copy_out)
+      if (s.on) control(requests, peers, &s.done, 1, s.process, s.fingerprint, 3, false);
+    for (const BufferCopy& k : m_pack_copies)
+      strided_copy_host(src[static_cast<std::size_t>(k.src)], stage_send, k.geometry, false);
+    for (const Message& m : m_send_messages) {
+      if (m.single_copy) continue;
+      MPI_Request r = MPI_REQUEST_NULL;
+      T* const base = m.buffer == staging ? stage_send : const_cast<T*>(src[static_cast<std::size_t>(m.buffer)]);
+      DARRAY_MPI_CHECK(
+          MPI_Isend(base + m.offset, m.count, m.type, rank_of(m.process), message_tag(m.fingerprint, dtype), c, &r));
+      requests.push_back(r);
+      peers.push_back(rank_of(m.process));
+    }
+    for (SingleCopy& s : m_copy_out)  // setup: the verdicts on directions from this process first
+      if (setting_up) control(requests, peers, &s.mine, 1, s.process, s.fingerprint, 1, true);
+    for (SingleCopy& s : m_copy_in)
+      if (setting_up) control(requests, peers, &s.mine, 1, s.process, s.fingerprint, 1, true);
+    for (SingleCopy& s : m_copy_out) {
+      if (!s.on) continue;
+      announce_pieces<T>(s, src);
+      control(requests, peers, s.ready.data(), s.ready.size(), s.process, s.fingerprint, 2, true);
     }
     int read_error = 0;
     int read_from = -1;
@@ -706,7 +681,7 @@ class MoveEngine {
             read_from = s.process;
           }
           MPI_Request r = MPI_REQUEST_NULL;
-          const int to = group != nullptr ? group->group_rank_of(s.process) : s.process;
+          const int to = rank_of(s.process);
           DARRAY_MPI_CHECK(MPI_Isend(&s.done, 1, MPI_INT64_T, to, control_tag(s.fingerprint, dtype, 3), c, &r));
           requests.push_back(r);
           peers.push_back(to);
@@ -742,7 +717,6 @@ class MoveEngine {
                    "process " << s.process << " could not read this process's pieces from its memory: "
                               << std::strerror(static_cast<int>(s.done)));
     }
-    const T* const stage_recv = reinterpret_cast<const T*>(staging_words(1, words(m_unpack_elements)));
     for (const BufferCopy& k : m_unpack_copies)
       strided_copy_host<T, Op>(stage_recv, dst[static_cast<std::size_t>(k.dst)], k.geometry, false);
     fan_out_host(dst);
