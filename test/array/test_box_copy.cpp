@@ -1,9 +1,12 @@
 // Host box copies: stream_copy, copy_small (rows of a scatter, plain or streaming) and copy_bytes against memcpy for
 // every length and alignment around their thresholds (guard bytes untouched), copy_box with and without streaming
 // stores against an element-by-element reference on random boxes, strided_copy_host (assign, streaming, add) and
-// for_each_run on geometries with permuted strides, and contiguous_offset.
+// for_each_run on geometries with permuted strides, contiguous_offset, and the device copy kernel (run on the default
+// execution space: the GPU in CUDA builds, the host's otherwise) on the same geometries.
+#include <Kokkos_Core.hpp>
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <numeric>
@@ -12,6 +15,7 @@
 #include <vector>
 
 #include "darray/array/detail/box_copy.hpp"
+#include "darray/array/detail/strided_copy.hpp"
 
 using namespace darray;
 using darray::detail::contiguous_offset;
@@ -19,6 +23,29 @@ using darray::detail::copy_box;
 using darray::detail::copy_bytes;
 using darray::detail::copy_small;
 using darray::detail::stream_copy;
+
+namespace {
+
+// The reference of the strided copies: every (source, destination) element offset pair of g's region, point by point.
+std::vector<std::pair<int64_t, int64_t>> region_pairs(const darray::detail::CopyGeometry& g) {
+  std::vector<std::pair<int64_t, int64_t>> pairs;
+  if (g.elements() == 0) return pairs;
+  int64_t at[8] = {};
+  while (true) {
+    int64_t s = g.src_offset, t = g.dst_offset;
+    for (int d = 0; d < g.rank; ++d) {
+      s += at[d] * g.src_stride[d];
+      t += at[d] * g.dst_stride[d];
+    }
+    pairs.emplace_back(s, t);
+    int d = g.rank;
+    while (d > 0 && ++at[d - 1] == g.extent[d - 1]) at[--d] = 0;
+    if (d == 0) break;
+  }
+  return pairs;
+}
+
+}  // namespace
 
 TEST_CASE("stream_copy copies exactly the bytes asked for, at every alignment") {
   std::vector<unsigned char> src(4096 + 64), dst(4096 + 128);
@@ -182,22 +209,7 @@ TEST_CASE("strided_copy_host and for_each_run visit exactly the region of any st
     std::iota(src.begin(), src.end(), 1.0);
     std::vector<double> base(static_cast<std::size_t>(dst_size + g.dst_offset));
     std::iota(base.begin(), base.end(), 1000.0);
-    // Reference: every (source, destination) element pair of the region, point by point.
-    std::vector<std::pair<int64_t, int64_t>> pairs;
-    if (g.elements() > 0) {
-      int64_t at[8] = {};
-      while (true) {
-        int64_t s = g.src_offset, t = g.dst_offset;
-        for (int d = 0; d < g.rank; ++d) {
-          s += at[d] * g.src_stride[d];
-          t += at[d] * g.dst_stride[d];
-        }
-        pairs.emplace_back(s, t);
-        int d = g.rank;
-        while (d > 0 && ++at[d - 1] == g.extent[d - 1]) at[--d] = 0;
-        if (d == 0) break;
-      }
-    }
+    std::vector<std::pair<int64_t, int64_t>> pairs = region_pairs(g);
     std::vector<double> assigned = base, added = base;
     for (const auto& p : pairs) {
       assigned[static_cast<std::size_t>(p.second)] = src[static_cast<std::size_t>(p.first)];
@@ -234,4 +246,70 @@ TEST_CASE("contiguous_offset finds regions that are one range of their box") {
   REQUIRE(contiguous_offset(Index{Slice{11, 12}, Slice{2, 3}, Slice{4, 6}}, box) == int64_t{32 + 8 + 1});
   REQUIRE_FALSE(contiguous_offset(Index{Slice{11, 13}, Slice{2, 5}, Slice{3, 7}}, box).has_value());
   REQUIRE_FALSE(contiguous_offset(Index{Slice{11, 12}, Slice{2, 5}, Slice{4, 6}}, box).has_value());
+}
+
+namespace {
+
+// Random copies of elements of T through strided_copy_kernel on the default execution space against a point-by-point
+// reference: half of them transposes at any strides and offsets, half of them rows whose innermost dim is contiguous
+// on both sides with runs, strides and offsets of whole 16-byte units, most often (the kernel's widened path, which
+// the count of widenable geometries shows was taken).
+template <class T>
+void check_kernel_copies(std::uint64_t seed, int trials) {
+  using darray::detail::CopyGeometry;
+  using Space = Kokkos::DefaultExecutionSpace;
+  std::mt19937_64 rng(seed);
+  constexpr auto k = static_cast<int64_t>(sizeof(T) < 16 ? 16 / sizeof(T) : 1);
+  int widened = 0;
+  for (int trial = 0; trial < trials; ++trial) {
+    const bool lined = trial % 2 == 1;
+    CopyGeometry g;
+    g.rank = 1 + static_cast<int>(rng() % 4);
+    for (int d = 0; d < g.rank; ++d) g.extent[d] = static_cast<int64_t>(1 + rng() % 6);
+    if (lined) g.extent[g.rank - 1] = k * static_cast<int64_t>(1 + rng() % 4) + (rng() % 5 == 0 ? 1 : 0);
+    std::vector<int> order(static_cast<std::size_t>(g.rank));
+    std::iota(order.begin(), order.end(), 0);
+    auto strides = [&](int64_t* stride, const std::vector<int>& ord) {
+      int64_t st = lined ? 1 : 1 + static_cast<int64_t>(rng() % 2);
+      for (std::size_t q = ord.size(); q-- > 0;) {
+        stride[ord[q]] = st;
+        st *= g.extent[ord[q]] + (rng() % 2 == 0 ? 0 : (lined ? k : 1 + static_cast<int64_t>(rng() % 3)));
+      }
+      return st;
+    };
+    const int64_t src_size = strides(g.src_stride, order);
+    if (!lined) std::shuffle(order.begin(), order.end(), rng);
+    const int64_t dst_size = strides(g.dst_stride, order);
+    g.src_offset = lined && rng() % 4 != 0 ? k * static_cast<int64_t>(rng() % 3) : static_cast<int64_t>(rng() % 5);
+    g.dst_offset = lined && rng() % 4 != 0 ? k * static_cast<int64_t>(rng() % 3) : static_cast<int64_t>(rng() % 7);
+    std::vector<T> src(static_cast<std::size_t>(src_size + g.src_offset));
+    std::vector<T> expect(static_cast<std::size_t>(dst_size + g.dst_offset));
+    for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<T>(i + 1);
+    for (std::size_t i = 0; i < expect.size(); ++i) expect[i] = static_cast<T>(100000 + i);
+    const std::vector<T> base = expect;
+    for (const auto& [so, to] : region_pairs(g))
+      expect[static_cast<std::size_t>(to)] = src[static_cast<std::size_t>(so)];
+    Kokkos::View<T*, Space::memory_space> s_dev("src", src.size()), t_dev("dst", base.size());
+    Kokkos::deep_copy(s_dev, Kokkos::View<const T*, Kokkos::HostSpace>(src.data(), src.size()));
+    Kokkos::deep_copy(t_dev, Kokkos::View<const T*, Kokkos::HostSpace>(base.data(), base.size()));
+    const CopyGeometry simple = darray::detail::simplify(g);
+    CopyGeometry w;
+    widened += darray::detail::widen_geometry(simple, sizeof(T), w) ? 1 : 0;
+    darray::detail::strided_copy_kernel(Space(), s_dev.data(), t_dev.data(), simple);
+    Space().fence();
+    std::vector<T> got(base.size());
+    Kokkos::deep_copy(Kokkos::View<T*, Kokkos::HostSpace>(got.data(), got.size()), t_dev);
+    INFO("element bytes " << sizeof(T) << " trial " << trial << " rank " << g.rank << " lined " << lined);
+    REQUIRE(got == expect);
+  }
+  if (sizeof(T) < 16) REQUIRE(widened >= trials / 4);
+}
+
+}  // namespace
+
+TEST_CASE(
+    "strided_copy_kernel copies any strided geometry on the default execution space, narrow elements by 16 bytes") {
+  check_kernel_copies<float>(21, 300);
+  check_kernel_copies<double>(22, 300);
+  check_kernel_copies<Kokkos::complex<double>>(24, 100);
 }

@@ -89,7 +89,7 @@ TEST_CASE("blocks of unequal shape where the operation needs equal ones") {
   const std::string first = "blocks along mesh axis \"x\" have unequal shapes: " + device_kind() +
                             "(id=0) holds (3,) but " + device_kind() + "(id=";
   const std::string operand_text = "operand of shape (" + std::to_string(2 * n + 1) + ",) sharded PartitionSpec('x')";
-  for (const auto& [api, fn] : std::vector<std::pair<std::string, std::function<void()>>>{
+  for (const auto& case_ : std::vector<std::pair<std::string, std::function<void()>>>{
            {"psum", [&] { psum(a, "x"); }},
            {"pmin", [&] { pmin(a, "x"); }},
            {"psum_scatter", [&] { psum_scatter(a, "x", 0); }},
@@ -98,6 +98,9 @@ TEST_CASE("blocks of unequal shape where the operation needs equal ones") {
            {"ppermute", [&] {
               ppermute(a, "x", {{0, n - 1}});
             }}}) {
+    // Named, not a structured binding: the macro's lambda captures it (capturing a binding is C++20).
+    const std::string& api = case_.first;
+    const std::function<void()>& fn = case_.second;
     INFO(api);
     const std::string prefix = "darray::" + api + ": " + first;
     DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, fn(), prefix.c_str(), operand_text.c_str(),

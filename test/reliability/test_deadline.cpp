@@ -2,10 +2,13 @@
 // throws an error naming the operation and the processes that did not arrive, instead of hanging.
 #include <mpi.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstddef>
+#include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "darray/comm/detail/requests.hpp"
@@ -73,4 +76,47 @@ TEST_CASE("barrier: processes whose peer is late throw an error naming it, the l
   // The library goes on: later barriers match up again.
   barrier();
   barrier();
+}
+
+TEST_CASE("a single copy whose sender left the exchange is an error on the reader, never the sender's later data") {
+  // Device 0 (process 0) sends a 128 KiB block to device 1 (process 1); nothing goes back. From the plan's second
+  // run on, process 1 reads it straight from process 0's memory where the system allows single copies.
+  const int64_t nd = device_count(), n = 16384;
+  const Mesh mesh = make_mesh({nd}, {"i"});
+  auto values = [&](const Index& b) {
+    std::vector<double> v(static_cast<std::size_t>(volume(b)));
+    for (std::size_t k = 0; k < v.size(); ++k) v[k] = static_cast<double>(b[0].start) + static_cast<double>(k);
+    return v;
+  };
+  auto x = make_array_from_callback<double, 1, Kokkos::HostSpace>(Shape{nd * n}, NamedSharding(mesh, P{"i"}), values);
+  const std::vector<std::pair<int, int>> perm{{0, 1}};
+  auto y = ppermute(x, "i", perm);
+  ppermute(x, "i", perm, y);
+  const std::vector<double> sent = values(Index{Slice{0, n}});
+  auto holds_sent = [&] {
+    const auto& s = y.addressable_shards().front();
+    return std::equal(sent.begin(), sent.end(), s.data.data());
+  };
+  REQUIRE(all_ok(process_index() != 1 || holds_sent()));
+  // Process 1 comes late: process 0's wait for it times out (1 s), and process 0 then writes its block anew, as a
+  // program that goes on after the error would. Process 1 must not take the new values for the ones sent.
+  std::string late_msg, sender_msg;
+  if (process_index() == 1) {
+    for (auto& s : y.addressable_shards()) std::fill(s.data.data(), s.data.data() + s.data.size(), 0.0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+    late_msg = darray::testing::error_message<Error>([&] { ppermute(x, "i", perm, y); });
+  } else if (process_index() == 0) {
+    sender_msg = darray::testing::error_message<MpiError>([&] { ppermute(x, "i", perm, y); });
+    for (auto& s : x.addressable_shards()) std::fill(s.data.data(), s.data.data() + s.data.size(), -1.0);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);  // no deadline: process 1 may have waited for its own timeout too
+  INFO("sender: " << sender_msg << "\nlate reader: " << late_msg);
+  REQUIRE(all_ok(process_index() != 0 || sender_msg.find("timed out") != std::string::npos));
+  REQUIRE(all_ok(process_index() != 1 ||
+                 (late_msg.empty() ? holds_sent() : late_msg.find("process 0") != std::string::npos)));
+  // The library goes on: the same exchange with both processes on time moves the current values.
+  x = make_array_from_callback<double, 1, Kokkos::HostSpace>(Shape{nd * n}, NamedSharding(mesh, P{"i"}), values);
+  ppermute(x, "i", perm, y);
+  ppermute(x, "i", perm, y);
+  REQUIRE(all_ok(process_index() != 1 || holds_sent()));
 }

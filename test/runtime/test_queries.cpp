@@ -1,6 +1,11 @@
+#include <mpi.h>
+
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <cstdlib>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "darray/darray.hpp"
 #include "mpi_test.hpp"
@@ -83,4 +88,32 @@ TEST_CASE("select_gpu_ordinal: local rank modulo the visible GPUs, or the one or
   CHECK_THROWS_WITH(select_gpu_ordinal({4}, "DARRAY_LOCAL_DEVICE_IDS", 0, 4),
                     Catch::Contains("GPU 4 requested but only 4 GPU(s) are visible"));
   CHECK_THROWS_WITH(select_gpu_ordinal({0, 1}, "DARRAY_LOCAL_DEVICE_IDS", 0, 4), Catch::Contains("selects 2 GPUs"));
+}
+
+TEST_CASE("first_shared_gpu: the first two processes of a node on one physical GPU, by rank") {
+  using darray::detail::first_shared_gpu;
+  using Pair = std::pair<int, int>;
+  // One GPU each (distinct PCI ids): none shared.
+  CHECK(first_shared_gpu({4, 5, 6, 7}, {0x8000000000000100, 0x8000000000000200, 0x8000000000000300,
+                                        0x8000000000000400}) == Pair{-1, -1});
+  // Six processes of ranks 10..15 listed out of order on three GPUs: ranks 11 and 13 are the first pair.
+  CHECK(first_shared_gpu({15, 13, 10, 11, 12, 14}, {7, 9, 5, 9, 6, 7}) == Pair{11, 13});
+  // Unknown identities (0) never match; a single process shares with nobody.
+  CHECK(first_shared_gpu({0, 1, 2}, {0, 0, 3}) == Pair{-1, -1});
+  CHECK(first_shared_gpu({3}, {9}) == Pair{-1, -1});
+}
+
+TEST_CASE("gpu_sharing: empty unless processes of a node drive one GPU, and the same on every process") {
+  const std::string& mine = darray::detail::state().gpu_sharing;
+  std::vector<int> length{static_cast<int>(mine.size())}, longest{0};
+  MPI_Allreduce(length.data(), longest.data(), 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  bool ok = longest[0] == length[0];
+  // Host builds have no GPU to share.
+  if (!darray::detail::kokkos_uses_gpu()) ok = ok && mine.empty();
+  // Where a GPU is shared, the backend chosen by default is MPI: NCCL refuses two processes on one GPU.
+  if (!mine.empty())
+    ok = ok && mine.find("drive the same GPU of their node") != std::string::npos &&
+         darray::backend() == darray::Backend::mpi;
+  INFO(mine);
+  REQUIRE(darray::testing::all_ok(ok));
 }

@@ -37,6 +37,8 @@ class NcclTransport final : public Transport {
     ncclUniqueId id{};
     int ordinal = -1;
     detail::run_agreed(world, [&] {
+      DARRAY_THROW_IF(!s.gpu_sharing.empty(), NotSupported, "transport",
+                      "the NCCL transport was requested, but " << s.gpu_sharing << detail::nccl_one_gpu_advice);
       const int visible = detail::gpu_count();
       DARRAY_THROW_IF(visible < 1, NotSupported, "transport",
                       "the NCCL transport needs a CUDA GPU, but process "

@@ -8,6 +8,7 @@
 #include <mpi.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <exception>
 #include <iostream>
 #include <string>
@@ -44,6 +45,7 @@ struct LocalSetup {
   int device_count = 1;
   int gpu_ordinal = -1;
   std::string backend = "mpi";
+  bool backend_asked = false;  // set by DARRAY_BACKEND or the options, not the default
 };
 
 // The GPU a process drives: the one ordinal the ids give (DARRAY_LOCAL_DEVICE_IDS or the options), else its
@@ -58,6 +60,24 @@ inline int select_gpu_ordinal(const std::vector<int>& ids, const char* ids_name,
                   "GPU " << ids[0] << " requested but only " << visible << " GPU(s) are visible (ordinals 0.."
                          << visible - 1 << ")");
   return ids[0];
+}
+
+// "processes A and B drive the same GPU of their node" for the first such pair of the job (by rank), the same text
+// on every process; empty when every process of every node has a GPU of its own. Collective over world and node.
+inline std::string shared_gpu_text(MPI_Comm world, MPI_Comm node, int rank, std::uint64_t gpu) {
+  int n = 0;
+  DARRAY_MPI_CHECK(MPI_Comm_size(node, &n));
+  std::vector<std::uint64_t> ids(static_cast<std::size_t>(n));
+  std::vector<int> ranks(static_cast<std::size_t>(n));
+  DARRAY_MPI_CHECK(MPI_Allgather(&gpu, 1, MPI_UINT64_T, ids.data(), 1, MPI_UINT64_T, node));
+  DARRAY_MPI_CHECK(MPI_Allgather(&rank, 1, MPI_INT, ranks.data(), 1, MPI_INT, node));
+  const std::pair<int, int> p = first_shared_gpu(ranks, ids);
+  // The job's first pair: the smallest (first, second) over the nodes, as one 64-bit number.
+  auto pair = p.first < 0 ? INT64_MAX : (static_cast<int64_t>(p.first) << 32) | static_cast<int64_t>(p.second);
+  DARRAY_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &pair, 1, MPI_INT64_T, MPI_MIN, world));
+  if (pair == INT64_MAX) return {};
+  return "processes " + std::to_string(pair >> 32) + " and " + std::to_string(pair & 0xffffffff) +
+         " drive the same GPU of their node";
 }
 
 inline LocalSetup resolve_local_setup(const EnvironmentOptions& opt, int local_rank) {
@@ -90,6 +110,7 @@ inline LocalSetup resolve_local_setup(const EnvironmentOptions& opt, int local_r
     s.device_count = 1;
     s.gpu_ordinal = select_gpu_ordinal(ids, ids_name, local_rank, visible);
     s.backend = backend.empty() ? (nccl_compiled() ? "nccl" : "mpi") : backend;
+    s.backend_asked = !backend.empty();
   } else {
     DARRAY_THROW_IF(!ids.empty(), NotSupported, ids_name,
                     "selects GPU ordinals, but this build runs host devices only (Kokkos without a GPU backend); "
@@ -234,6 +255,22 @@ class Environment {
     s.single_copy_pids = detail::probe_single_copy(s.comm, node, single_copy);
 
     detail::run_agreed(s.comm, [&] { m_kokkos_owned = detail::kokkos_initialize_if_needed(setup.gpu_ordinal); });
+
+    // Processes of a node that drive one GPU (more processes than GPUs, or the same DARRAY_LOCAL_DEVICE_IDS): NCCL
+    // refuses them ("Duplicate GPU detected"), so the default is then "mpi", and "nccl" asked for anywhere is
+    // NotSupported on every process alike (every process decides from the same agreed pair).
+    if (setup.kind == DeviceKind::cuda) {
+      s.gpu_sharing = detail::shared_gpu_text(s.comm, node, s.rank, detail::gpu_identity(setup.gpu_ordinal));
+      int asked = setup.backend_asked && setup.backend == "nccl" ? 1 : 0;
+      DARRAY_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &asked, 1, MPI_INT, MPI_MAX, s.comm));
+      DARRAY_THROW_IF(!s.gpu_sharing.empty() && asked == 1, NotSupported, "DARRAY_BACKEND",
+                      "\"nccl\" requested, but " << s.gpu_sharing << detail::nccl_one_gpu_advice);
+      if (!s.gpu_sharing.empty() && setup.backend == "nccl") {
+        setup.backend = "mpi";
+        if (s.rank == 0)
+          DARRAY_LOG(info, s.gpu_sharing << ", so the backend is \"mpi\" (NCCL needs one GPU per process)");
+      }
+    }
 
     // Backends must agree: a mixed job cannot exchange data.
     int nccl_mine = setup.backend == "nccl" ? 1 : 0, nccl_min = 0, nccl_max = 0;

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "darray/core/error.hpp"
+#include "darray/runtime/detail/cuda.hpp"
 
 namespace darray {
 namespace detail {
@@ -24,10 +25,6 @@ inline std::string nccl_error_text(ncclResult_t rc) {
   const char* last = ncclGetLastError(nullptr);  // the comm argument is unused by NCCL
   if (last != nullptr && *last != '\0') s += std::string(" (") + last + ")";
   return s;
-}
-
-inline std::string cuda_error_text(cudaError_t rc) {
-  return std::string(cudaGetErrorName(rc)) + ": " + cudaGetErrorString(rc);
 }
 
 }  // namespace detail
@@ -50,15 +47,6 @@ inline std::string cuda_error_text(cudaError_t rc) {
     if (darray_nccl_rc_ != ncclSuccess && darray_nccl_rc_ != ncclInProgress)               \
       throw ::darray::NcclError(#call, ::darray::detail::nccl_error_text(darray_nccl_rc_), \
                                 static_cast<int>(darray_nccl_rc_), __FILE__, __LINE__);    \
-  } while (false)
-
-// DARRAY_CUDA_CHECK(cudaSetDevice(0)): CUDA runtime errors become darray::CudaError naming the call and the error.
-#define DARRAY_CUDA_CHECK(call)                                                            \
-  do {                                                                                     \
-    const cudaError_t darray_cuda_rc_ = (call);                                            \
-    if (darray_cuda_rc_ != cudaSuccess)                                                    \
-      throw ::darray::CudaError(#call, ::darray::detail::cuda_error_text(darray_cuda_rc_), \
-                                static_cast<int>(darray_cuda_rc_), __FILE__, __LINE__);    \
   } while (false)
 
 namespace darray {

@@ -15,6 +15,7 @@
 
 #include "darray/core/error.hpp"
 #include "darray/fft/detail/local_problem.hpp"
+#include "darray/runtime/detail/cuda.hpp"
 
 namespace darray {
 namespace detail {
@@ -121,7 +122,7 @@ class CufftPlan {
 
  public:
   // Kokkos' stream, so the transforms queue behind the kernels that wrote the data and before those that read it.
-  CufftPlan(const LocalProblem& problem, cudaStream_t stream) : m_problem(problem) {
+  CufftPlan(const LocalProblem& problem, cudaStream_t stream) : m_problem(problem), m_stream(stream) {
     const LocalProblem& pb = problem;
     std::vector<std::vector<int>> runs;
     for (int d : pb.dims) {
@@ -145,27 +146,74 @@ class CufftPlan {
   ~CufftPlan() { destroy(); }
 
   // in and out hold the problem's blocks; for c2r, `in` is overwritten (as by cuFFT's own multi-dim c2r).
+  // cuFFT refuses complex data that is not aligned to its element (CUFFT_INVALID_VALUE for a complex<double> block
+  // 8 bytes past an aligned address, which a user's view may be): such a block goes through an aligned scratch
+  // block of the plan, copied in before and out after on the same stream.
   void execute(void* in, void* out) {
     const LocalProblem& pb = m_problem;
+    const std::size_t in_bytes = block_bytes(pb.in_block, pb.kind != Kind::r2c);
+    const std::size_t out_bytes = block_bytes(pb.out_block, pb.kind != Kind::c2r);
+    const bool in_bad = misaligned(in, pb.kind != Kind::r2c), out_bad = misaligned(out, pb.kind != Kind::c2r);
+    if (!in_bad && !out_bad) return run(in, out);
+    std::byte* scratch = this->scratch(in_bytes + out_bytes);
+    void* ain = in;
+    if (in_bad) {
+      ain = scratch;
+      DARRAY_CUDA_CHECK(cudaMemcpyAsync(ain, in, in_bytes, cudaMemcpyDeviceToDevice, m_stream));
+    }
+    void* aout = !out_bad ? out : in == out ? ain : static_cast<void*>(scratch + in_bytes);
+    run(ain, aout);
+    if (out_bad) DARRAY_CUDA_CHECK(cudaMemcpyAsync(out, aout, out_bytes, cudaMemcpyDeviceToDevice, m_stream));
+  }
+
+ private:
+  static std::size_t block_bytes(const Shape& block, bool complex) {
+    std::size_t n = complex ? 2 * sizeof(R) : sizeof(R);
+    for (int64_t e : block) n *= static_cast<std::size_t>(e);
+    return n;
+  }
+  // cuFFT's alignment: its complex type's (two R), or R's for real data.
+  static bool misaligned(const void* p, bool complex) {
+    return reinterpret_cast<std::uintptr_t>(p) % (complex ? 2 * sizeof(R) : sizeof(R)) != 0;
+  }
+  // The plan's scratch block, at least `bytes` long (cudaMalloc's alignment), allocated when first needed.
+  std::byte* scratch(std::size_t bytes) {
+    if (m_scratch_bytes < bytes) {
+      if (m_scratch != nullptr) {
+        DARRAY_CUDA_CHECK(cudaStreamSynchronize(m_stream));  // earlier transforms may still read it
+        DARRAY_CUDA_CHECK(cudaFree(m_scratch));
+        m_scratch = nullptr;
+        m_scratch_bytes = 0;
+      }
+      void* p = nullptr;
+      DARRAY_CUDA_CHECK(cudaMalloc(&p, bytes));
+      m_scratch = static_cast<std::byte*>(p);
+      m_scratch_bytes = bytes;
+    }
+    return m_scratch;
+  }
+
+  void run(void* in, void* out) {
+    const LocalProblem& pb = m_problem;
     void* src = in;
-    for (const Run& run : m_runs) {
+    for (const Run& r : m_runs) {
       // c2c and r2c problems end in `out` (later runs in place there); a c2r problem runs its c2c runs in place on
       // `in` and only its last (c2r) run writes `out`.
-      void* dst = pb.kind == Kind::c2r && run.kind == Kind::c2c ? in : out;
-      const std::size_t is = run.kind == Kind::r2c ? sizeof(R) : 2 * sizeof(R);
-      const std::size_t os = run.kind == Kind::c2r ? sizeof(R) : 2 * sizeof(R);
-      for (int64_t o = 0; o < run.outer; ++o) {
-        void* i = static_cast<std::byte*>(src) + static_cast<std::size_t>(o * run.in_outer_step) * is;
-        void* t = static_cast<std::byte*>(dst) + static_cast<std::size_t>(o * run.out_outer_step) * os;
-        switch (run.kind) {
+      void* dst = pb.kind == Kind::c2r && r.kind == Kind::c2c ? in : out;
+      const std::size_t is = r.kind == Kind::r2c ? sizeof(R) : 2 * sizeof(R);
+      const std::size_t os = r.kind == Kind::c2r ? sizeof(R) : 2 * sizeof(R);
+      for (int64_t o = 0; o < r.outer; ++o) {
+        void* i = static_cast<std::byte*>(src) + static_cast<std::size_t>(o * r.in_outer_step) * is;
+        void* t = static_cast<std::byte*>(dst) + static_cast<std::size_t>(o * r.out_outer_step) * os;
+        switch (r.kind) {
           case Kind::c2c:
-            Api::exec_c2c(run.handle, i, t, pb.forward ? CUFFT_FORWARD : CUFFT_INVERSE);
+            Api::exec_c2c(r.handle, i, t, pb.forward ? CUFFT_FORWARD : CUFFT_INVERSE);
             break;
           case Kind::r2c:
-            Api::exec_r2c(run.handle, i, t);
+            Api::exec_r2c(r.handle, i, t);
             break;
           case Kind::c2r:
-            Api::exec_c2r(run.handle, i, t);
+            Api::exec_c2r(r.handle, i, t);
             break;
         }
       }
@@ -173,7 +221,6 @@ class CufftPlan {
     }
   }
 
- private:
   void make_run(const std::vector<int>& run_dims, Kind kind, cudaStream_t stream) {
     const LocalProblem& pb = m_problem;
     // c2c runs inside an r2c or c2r problem work on the complex block in place.
@@ -219,10 +266,18 @@ class CufftPlan {
     for (Run& r : m_runs)
       if (r.handle != 0) cufftDestroy(r.handle);
     m_runs.clear();
+    if (m_scratch != nullptr) {
+      cudaStreamSynchronize(m_stream);  // best effort in a destructor: transforms queued on it may still use it
+      cudaFree(m_scratch);
+      m_scratch = nullptr;
+    }
   }
 
   LocalProblem m_problem;
+  cudaStream_t m_stream;
   std::vector<Run> m_runs;
+  std::byte* m_scratch = nullptr;
+  std::size_t m_scratch_bytes = 0;
 };
 
 }  // namespace detail

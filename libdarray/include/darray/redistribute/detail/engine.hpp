@@ -22,6 +22,7 @@
 #include <Kokkos_Core.hpp>
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
@@ -342,11 +343,15 @@ class MoveEngine {
   // where MPI's shared-memory transport makes two; a transpose whose runs are short on one side needs a second copy
   // to reorder anyway, and keeps its messages. Each side knows only its own runs, so the first direct run sends the
   // pieces as messages and, after them, each side's verdict ("setup"); from the second run on, a direction both
-  // found long goes by single copy: the sender sends, per piece, the address of its first element and its strides
-  // ("ready"), the receiver reads the pieces into its blocks and answers with an errno ("done"), and the sender
-  // returns only after that answer, so its blocks stay as they are while they are read. Every process runs an
-  // engine's runs alike, so both sides of a direction settle after the same run. Per peer, messages go and are
-  // received in the order data, setup (directions to the receiver first), ready, done.
+  // found long goes by single copy: the sender sends the address of its live word and the word's value for this run,
+  // then per piece the address of its first element and its strides ("ready"); the receiver reads the pieces into
+  // its blocks and answers with an errno ("done"), and the sender returns only after that answer, so its blocks stay
+  // as they are while they are read. A sender that leaves the run early (its wait timed out, or it failed) clears
+  // its live word first; the receiver reads the word after the pieces (one more read, about 2 us) and, when it no
+  // longer holds the value announced, throws instead of keeping what it read (the sender may have written its blocks
+  // anew) and sends no answer. Every process runs an engine's runs alike, so both sides of a direction settle after
+  // the same run. Per peer, messages go and are received in the order data, setup (directions to the receiver
+  // first), ready, done.
   static constexpr std::size_t single_copy_min_bytes = std::size_t(64) << 10;
   static constexpr std::size_t single_copy_min_run_bytes = std::size_t(16) << 10;
   struct SingleCopy {
@@ -356,8 +361,10 @@ class MoveEngine {
     std::uint32_t fingerprint = 0;
     std::int64_t mine = 0, theirs = 0;  // each side's runs long enough (theirs: from its setup message)
     bool on = false;                    // both were, once settled
-    std::vector<std::int64_t> ready;    // per piece: its first element's address, then its strides (rank of them)
+    std::vector<std::int64_t> ready;    // the live word's address and value, then per piece: its first element's
+                                        // address and its strides (rank of them)
     std::int64_t done = 0;              // the reader's errno
+    std::uint64_t live = 0;             // sending: this run's value while the pieces may be read, else 0
   };
 
   void add_single_copy(std::vector<SingleCopy>& out, std::size_t k, const PeerMoves& p, bool sending) {
@@ -380,7 +387,7 @@ class MoveEngine {
     }
     c.mine = static_cast<std::size_t>(p.elements) * m_element_bytes >=
              static_cast<std::size_t>(std::max<int64_t>(runs, 1)) * single_copy_min_run_bytes;
-    c.ready.assign(words, 0);
+    c.ready.assign(2 + words, 0);
     out.push_back(std::move(c));
   }
 
@@ -405,10 +412,20 @@ class MoveEngine {
     m_single_copy_settled = true;
   }
 
-  // The sender's ready message of a direction: where each piece starts and its strides.
+  // A live word's value for one run: never 0, never repeated in this process (whatever the element type).
+  static std::uint64_t next_live_value() {
+    static std::atomic<std::uint64_t> runs{0};
+    return runs.fetch_add(1, std::memory_order_relaxed) + 1;
+  }
+
+  // The sender's ready message of a direction: its live word (set to a value no earlier run used), where each piece
+  // starts and its strides.
   template <class T>
   void announce_pieces(SingleCopy& c, const std::vector<const T*>& src) const {
-    std::size_t w = 0;
+    __atomic_store_n(&c.live, next_live_value(), __ATOMIC_SEQ_CST);
+    c.ready[0] = static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(&c.live));
+    c.ready[1] = static_cast<std::int64_t>(c.live);
+    std::size_t w = 2;
     for (const Move& m : m_list.sends[c.peer].moves) {
       c.ready[w++] = static_cast<std::int64_t>(
           reinterpret_cast<std::uintptr_t>(src[static_cast<std::size_t>(m.src.buffer)] + m.src.offset));
@@ -416,11 +433,25 @@ class MoveEngine {
     }
   }
 
-  // Reads the pieces of a direction from the sender (c.ready: where they lie) into dst; returns 0 or an errno.
+  // Whether the sender of a direction is still in the run whose pieces it announced (its live word holds the value
+  // announced); 0, or an errno when its memory could not be read.
+  static int sender_live(const SingleCopy& c, bool& live) {
+    std::uint64_t word = 0;
+    static thread_local std::vector<PeerRange> range(1);  // reused: a call allocates nothing once its plan exists
+    range[0] = PeerRange{&word, static_cast<std::uint64_t>(c.ready[0]), sizeof word};
+    const int err = read_from_process(c.pid, range);
+    live = err == 0 && word == static_cast<std::uint64_t>(c.ready[1]);
+    return err;
+  }
+
+  // Reads the pieces of a direction from the sender (c.ready: where they lie) into dst; returns 0, an errno, or
+  // sender_left when the sender left the run before or while they were read (what was read is then not the data).
+  static constexpr int sender_left = -1;
   template <class T>
   int read_pieces(const SingleCopy& c, const std::vector<T*>& dst) const {
     static thread_local std::vector<PeerRange> ranges;
-    std::size_t w = 0;
+    bool live = false;
+    std::size_t w = 2;
     for (const Move& m : m_list.recvs[c.peer].moves) {
       const Region& d = m.dst.front();
       const auto remote = static_cast<std::uint64_t>(c.ready[w]);
@@ -434,9 +465,11 @@ class MoveEngine {
         ranges.push_back(PeerRange{base + dof, remote + static_cast<std::uint64_t>(so) * sizeof(T),
                                    static_cast<std::size_t>(run) * sizeof(T)});
       });
-      if (const int err = read_from_process(c.pid, ranges)) return err;
+      if (const int err = read_from_process(c.pid, ranges))
+        return sender_live(c, live) == 0 && live ? err : sender_left;
       ++single_copy_pieces();
     }
+    if (sender_live(c, live) != 0 || !live) return sender_left;
     return 0;
   }
 
@@ -653,6 +686,12 @@ class MoveEngine {
       if (setting_up) control(requests, peers, &s.mine, 1, s.process, s.fingerprint, 1, true);
     for (SingleCopy& s : m_copy_in)
       if (setting_up) control(requests, peers, &s.mine, 1, s.process, s.fingerprint, 1, true);
+    struct LeaveRun {  // however the run ends, its pieces may no longer be read (see SingleCopy)
+      std::vector<SingleCopy>& out;
+      ~LeaveRun() {
+        for (SingleCopy& s : out) __atomic_store_n(&s.live, std::uint64_t{0}, __ATOMIC_SEQ_CST);
+      }
+    } leave{m_copy_out};
     for (SingleCopy& s : m_copy_out) {
       if (!s.on) continue;
       announce_pieces<T>(s, src);
@@ -680,6 +719,7 @@ class MoveEngine {
             read_error = static_cast<int>(s.done);
             read_from = s.process;
           }
+          if (s.done == sender_left) continue;  // it waits for no answer any more
           MPI_Request r = MPI_REQUEST_NULL;
           const int to = rank_of(s.process);
           DARRAY_MPI_CHECK(MPI_Isend(&s.done, 1, MPI_INT64_T, to, control_tag(s.fingerprint, dtype, 3), c, &r));
@@ -707,6 +747,11 @@ class MoveEngine {
         throw_other_operation(k.process);
     if (setting_up) settle_single_copies();
     if (read_error == EPROTO) throw_other_operation(read_from);
+    DARRAY_THROW_IF(read_error == sender_left, Error, m_api,
+                    "process " << read_from
+                               << " left this exchange before this process had read its pieces from its memory (its "
+                                  "wait timed out under DARRAY_TIMEOUT_S, or it failed): what was read is not its "
+                                  "data for this call");
     DARRAY_THROW_IF(
         read_error != 0, Error, m_api,
         "reading the pieces of process " << read_from << " from its memory failed: " << std::strerror(read_error));

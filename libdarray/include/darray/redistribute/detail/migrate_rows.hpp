@@ -201,7 +201,8 @@ SortedRows<T, M> order_rows(const Kokkos::View<T**, Kokkos::LayoutRight, M>& row
   out.slots = slots;
   out.chunks = chunks;
   out.per_chunk = per_chunk;
-  const auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), starts);  // fences
+  const auto host = host_copy_target(starts, "darray::migrate starts");  // from the cache, not a fresh mirror
+  Kokkos::deep_copy(host, starts);                                       // fences
   for (int64_t k = 0; k < devices; ++k) out.starts[static_cast<std::size_t>(k)] = host(static_cast<std::size_t>(k));
   return out;
 }

@@ -35,6 +35,9 @@ struct RuntimeState {
   // Per process of the job: its process id when it shares this node and single copies between the node's
   // processes work (runtime/detail/single_copy.hpp), else -1; empty when no process shares this one's node.
   std::vector<int> single_copy_pids;
+  // GPU builds: "processes A and B drive the same GPU of their node" when two processes of a node share one GPU
+  // (NCCL refuses them), the same text on every process; empty otherwise.
+  std::string gpu_sharing;
   std::vector<Device> devices;        // global table, ordered by id
   std::vector<Device> local_devices;  // this process's, ordered by local index
   std::vector<std::function<void()>> finalizers;
