@@ -15,14 +15,17 @@ using darray::testing::all_ok;
 TEST_CASE("device table is dense, process-major and identical everywhere") {
   const int np = darray::process_count();
   const int me = darray::process_index();
-  const int per = static_cast<int>(darray::detail::env_int("DARRAY_HOST_DEVICE_COUNT", 1, 1, 4096, "count"));
+  // GPU builds: one GPU per process; host builds: DARRAY_HOST_DEVICE_COUNT host devices.
+  const bool gpu = darray::detail::kokkos_uses_gpu();
+  const int per = gpu ? 1 : static_cast<int>(darray::detail::env_int("DARRAY_HOST_DEVICE_COUNT", 1, 1, 4096, "count"));
+  const darray::DeviceKind kind = gpu ? darray::DeviceKind::cuda : darray::DeviceKind::cpu;
   const auto all = darray::devices();
   const auto mine = darray::local_devices();
   bool ok = darray::device_count() == np * per && darray::local_device_count() == per &&
             static_cast<int>(all.size()) == np * per && static_cast<int>(mine.size()) == per;
   for (std::size_t i = 0; ok && i < all.size(); ++i) {
     ok = all[i].id == static_cast<int>(i) && all[i].process_index == static_cast<int>(i) / per &&
-         all[i].local_index == static_cast<int>(i) % per && all[i].kind == darray::DeviceKind::cpu;
+         all[i].local_index == static_cast<int>(i) % per && all[i].kind == kind;
   }
   for (std::size_t l = 0; ok && l < mine.size(); ++l) ok = mine[l] == all[static_cast<std::size_t>(me * per) + l];
   // Every process holds the same table: compare a checksum.
@@ -43,7 +46,15 @@ TEST_CASE("process queries agree with MPI") {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   REQUIRE(all_ok(darray::process_index() == rank && darray::process_count() == size));
   REQUIRE(all_ok(darray::local_process_index() >= 0 && darray::local_process_index() < darray::local_process_count()));
-  REQUIRE(all_ok(darray::backend() == darray::Backend::mpi));
+  // The backend: DARRAY_BACKEND's where set; else NCCL in GPU builds with NCCL whose processes have a GPU each.
+  const char* asked = std::getenv("DARRAY_BACKEND");
+  const bool nccl_default = darray::detail::kokkos_uses_gpu() && darray::detail::nccl_compiled() &&
+                            darray::detail::state().gpu_sharing.empty();
+  const darray::Backend expected_backend = asked != nullptr && *asked != '\0'
+                                               ? darray::parse_backend("DARRAY_BACKEND", asked)
+                                           : nccl_default ? darray::Backend::nccl
+                                                          : darray::Backend::mpi;
+  REQUIRE(all_ok(darray::backend() == expected_backend));
   // Under the tests' mpiexec the launcher is the one CMake found (Open MPI's, or MPICH's Hydra), and its ranks agree
   // with MPI's.
 #if defined(DARRAY_TEST_MPI_LAUNCHER_openmpi)
