@@ -176,19 +176,13 @@ class CufftPlan {
   static bool misaligned(const void* p, bool complex) {
     return reinterpret_cast<std::uintptr_t>(p) % (complex ? 2 * sizeof(R) : sizeof(R)) != 0;
   }
-  // The plan's scratch block, at least `bytes` long (cudaMalloc's alignment), allocated when first needed.
+  // The plan's scratch block (cudaMalloc's alignment), allocated when first needed; a plan's problem, and so the
+  // bytes asked for, never change.
   std::byte* scratch(std::size_t bytes) {
-    if (m_scratch_bytes < bytes) {
-      if (m_scratch != nullptr) {
-        DARRAY_CUDA_CHECK(cudaStreamSynchronize(m_stream));  // earlier transforms may still read it
-        DARRAY_CUDA_CHECK(cudaFree(m_scratch));
-        m_scratch = nullptr;
-        m_scratch_bytes = 0;
-      }
+    if (m_scratch == nullptr) {
       void* p = nullptr;
       DARRAY_CUDA_CHECK(cudaMalloc(&p, bytes));
       m_scratch = static_cast<std::byte*>(p);
-      m_scratch_bytes = bytes;
     }
     return m_scratch;
   }
@@ -277,7 +271,6 @@ class CufftPlan {
   cudaStream_t m_stream;
   std::vector<Run> m_runs;
   std::byte* m_scratch = nullptr;
-  std::size_t m_scratch_bytes = 0;
 };
 
 }  // namespace detail
