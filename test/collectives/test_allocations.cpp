@@ -20,14 +20,22 @@ long news = 0;
 }  // namespace
 
 // Not inlined: GCC would otherwise pair the inlined malloc with std::free at call sites and warn of a mismatch.
+// nvcc compiles these for the device as well (where nothing calls them, and nothing can throw): its device pass
+// gets a plain malloc.
 __attribute__((noinline)) void* operator new(std::size_t n) {
+#if defined(__CUDA_ARCH__)
+  return malloc(n > 0 ? n : 1);
+#else
   if (counting) ++news;
   if (void* p = std::malloc(n > 0 ? n : 1)) return p;
   throw std::bad_alloc();
+#endif
 }
 // The nothrow form too: under AddressSanitizer an unreplaced one would come from its runtime and be freed here.
 __attribute__((noinline)) void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
+#if !defined(__CUDA_ARCH__)
   if (counting) ++news;
+#endif
   return std::malloc(n > 0 ? n : 1);
 }
 __attribute__((noinline)) void operator delete(void* p) noexcept { std::free(p); }

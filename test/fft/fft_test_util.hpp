@@ -41,9 +41,10 @@ T random_value(uint64_t seed, int64_t flat) {
 }
 
 // An array whose element at flat global index f is random_value<T>(seed, f).
-template <class T>
-darray::DistributedArray<T, 3> random_array(const Shape& shape, const darray::NamedSharding& sharding, uint64_t seed) {
-  return darray::make_array_from_callback<T, 3>(shape, sharding, [&](const Index& box) {
+template <class T, class Space = darray::DefaultMemorySpace>
+darray::DistributedArray<T, 3, Space> random_array(const Shape& shape, const darray::NamedSharding& sharding,
+                                                   uint64_t seed) {
+  return darray::make_array_from_callback<T, 3, Space>(shape, sharding, [&](const Index& box) {
     std::vector<T> v;
     v.reserve(static_cast<std::size_t>(darray::volume(box)));
     for (int64_t i = box[0].start; i < box[0].stop; ++i)

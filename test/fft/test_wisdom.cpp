@@ -29,6 +29,9 @@ using fft_test::Serial;
 namespace {
 
 using C = Kokkos::complex<double>;
+// Wisdom is FFTW's, and FFTW transforms host memory: every plan here is a host-memory plan, in GPU builds too (where
+// plans on device memory use cuFFT, which has no planner to measure).
+using Host = Kokkos::HostSpace;
 
 // Temporary directories /tmp/darray-wisdom-<pid of process 0>-<n> on every process.
 class TempDir : public darray::testing::TempDir {
@@ -91,11 +94,11 @@ TEST_CASE("a plan from saved wisdom computes bit for bit what the measured plan 
     MPI_Barrier(MPI_COMM_WORLD);
     const NamedSharding sharding = fft::auto_sharding(shape);
     INFO(sharding << " layout " << layout);
-    const auto x = fft_test::random_array<C>(shape, sharding, 61);
-    const auto xr = fft_test::random_array<double>(shape, sharding, 62);
+    const auto x = fft_test::random_array<C, Host>(shape, sharding, 61);
+    const auto xr = fft_test::random_array<double, Host>(shape, sharding, 62);
 
-    const fft::Plan<double> first(shape, sharding, measured(path, layout));
-    const fft::RealPlan<double> rfirst(shape, sharding, measured(path, layout));
+    const fft::Plan<double, Host> first(shape, sharding, measured(path, layout));
+    const fft::RealPlan<double, Host> rfirst(shape, sharding, measured(path, layout));
     const std::string d1 = first.describe();
     INFO(d1);
     REQUIRE(all_ok(contains(d1, "not found") && contains(d1, "saved") && contains(d1, "(measured)")));
@@ -111,8 +114,8 @@ TEST_CASE("a plan from saved wisdom computes bit for bit what the measured plan 
 
     // As in a new run: nothing in memory, everything from the file.
     fft::forget_wisdom();
-    const fft::Plan<double> second(shape, sharding, measured(path, layout));
-    const fft::RealPlan<double> rsecond(shape, sharding, measured(path, layout));
+    const fft::Plan<double, Host> second(shape, sharding, measured(path, layout));
+    const fft::RealPlan<double, Host> rsecond(shape, sharding, measured(path, layout));
     const std::string d2 = second.describe();
     INFO(d2);
     REQUIRE(all_ok(contains(d2, "wisdom loaded from") && !contains(d2, "(measured)") && contains(d2, "(wisdom)")));
@@ -127,7 +130,7 @@ TEST_CASE("a plan from saved wisdom computes bit for bit what the measured plan 
     // An estimate plan uses measured wisdom too (as FFTW does): same strategies, same bits.
     fft::Options estimate = measured(path, layout);
     estimate.planner = fft::Planner::estimate;
-    const fft::Plan<double> third(shape, sharding, estimate);
+    const fft::Plan<double, Host> third(shape, sharding, estimate);
     REQUIRE(all_ok(contains(third.describe(), "(wisdom)")));
     REQUIRE(all_ok(process_allgather(third.forward(x)) == y1));
   }
@@ -144,7 +147,7 @@ TEST_CASE("load_wisdom / save_wisdom / forget_wisdom by hand", "[fft]") {
   const NamedSharding sharding = fft::auto_sharding(shape);
   fft::Options o;
   o.planner = fft::Planner::measure;
-  const fft::Plan<double> plan(shape, sharding, o);
+  const fft::Plan<double, Host> plan(shape, sharding, o);
   REQUIRE(all_ok(contains(plan.describe(), "(measured)")));
   fft::save_wisdom(path);
   const std::string text = from_root(read_text(path));
@@ -160,12 +163,12 @@ TEST_CASE("load_wisdom / save_wisdom / forget_wisdom by hand", "[fft]") {
   REQUIRE(all_ok(files == 1));
 
   fft::forget_wisdom();
-  const fft::Plan<double> forgot(shape, sharding, o);
+  const fft::Plan<double, Host> forgot(shape, sharding, o);
   REQUIRE(all_ok(contains(forgot.describe(), "(measured)")));  // forgotten: measured again
   fft::forget_wisdom();
   const fft::WisdomReport back = fft::load_wisdom(path);
   REQUIRE(all_ok(back.status == fft::WisdomStatus::loaded));
-  const fft::Plan<double> wise(shape, sharding, o);
+  const fft::Plan<double, Host> wise(shape, sharding, o);
   REQUIRE(all_ok(contains(wise.describe(), "(wisdom)") && !contains(wise.describe(), "(measured)")));
   fft::forget_wisdom();
 }
@@ -188,7 +191,7 @@ TEST_CASE("a wisdom file loaded again is imported once; after forget_wisdom it i
   fft::forget_wisdom();
   const Shape shape{12, 10, 8};
   const NamedSharding sharding = fft::auto_sharding(shape);
-  { const fft::Plan<double> plan(shape, sharding, measured(path)); }
+  { const fft::Plan<double, Host> plan(shape, sharding, measured(path)); }
   const std::vector<std::string> learnt = fftw_entries();
   REQUIRE(all_ok(!learnt.empty()));
   const std::string text = from_root(read_text(path));
@@ -204,7 +207,7 @@ TEST_CASE("a wisdom file loaded again is imported once; after forget_wisdom it i
     REQUIRE(all_ok(fft::load_wisdom(path).status == fft::WisdomStatus::loaded));
     const std::vector<std::string> loaded = fftw_entries();  // every process's: the file merges them
     REQUIRE(all_ok(std::includes(loaded.begin(), loaded.end(), learnt.begin(), learnt.end())));
-    const fft::Plan<double> wise(shape, sharding, measured(path));
+    const fft::Plan<double, Host> wise(shape, sharding, measured(path));
     REQUIRE(all_ok(contains(wise.describe(), "(wisdom)") && !contains(wise.describe(), "(measured)")));
     REQUIRE(all_ok(fftw_entries() == loaded));  // nothing measured
   }
@@ -228,12 +231,12 @@ TEST_CASE("missing, corrupt, truncated and foreign wisdom: reported alike everyw
   fft::forget_wisdom();
   const Shape shape{10, 12, 6};
   const NamedSharding sharding = fft::auto_sharding(shape);
-  const auto x = fft_test::random_array<C>(shape, sharding, 71);
+  const auto x = fft_test::random_array<C, Host>(shape, sharding, 71);
   const auto expect = Serial<double>::c2c(process_allgather(x), shape, FFTW_FORWARD);
 
   // A valid file to damage.
   const std::string good = dir.file("good.wisdom");
-  { const fft::Plan<double> p(shape, sharding, measured(good)); }
+  { const fft::Plan<double, Host> p(shape, sharding, measured(good)); }
   const std::string text = from_root(read_text(good));
   REQUIRE(all_ok(contains(text, "(fftw-") && contains(text, " fftw_wisdom ")));
   std::string foreign = text;
@@ -262,7 +265,7 @@ TEST_CASE("missing, corrupt, truncated and foreign wisdom: reported alike everyw
     REQUIRE(all_ok(r.status == fft::WisdomStatus::rejected && contains(r.message, c.reason)));
     REQUIRE(all_ok(from_root(r.message) == r.message));
     // A plan over the same file: warned, planned without it, and the bad file replaced by good wisdom.
-    const fft::Plan<double> plan(shape, sharding, measured(path));
+    const fft::Plan<double, Host> plan(shape, sharding, measured(path));
     INFO(plan.describe());
     REQUIRE(all_ok(contains(plan.describe(), "ignored: ") && contains(plan.describe(), "saved")));
     REQUIRE(all_ok(relative_error(process_allgather(plan.forward(x)), expect) < 1e-12));
@@ -275,7 +278,7 @@ TEST_CASE("missing, corrupt, truncated and foreign wisdom: reported alike everyw
   const std::string missing = dir.file("never.wisdom");
   fft::Options estimate;
   estimate.wisdom_file = missing;
-  const fft::Plan<double> plain(shape, sharding, estimate);
+  const fft::Plan<double, Host> plain(shape, sharding, estimate);
   REQUIRE(all_ok(contains(plain.describe(), "not found") && contains(plain.describe(), "(heuristic)")));
   REQUIRE(all_ok(relative_error(process_allgather(plain.forward(x)), expect) < 1e-12));
   int exists = world_rank() == 0 ? static_cast<int>(std::filesystem::exists(missing)) : 0;
@@ -291,15 +294,16 @@ TEST_CASE("wisdom paths that cannot be read or written", "[fft]") {
   const NamedSharding sharding = fft::auto_sharding(shape);
   // A directory is no wisdom file: the same IoError everywhere, from loads and from plans.
   DARRAY_REQUIRE_THROWS_ALL(IoError, fft::load_wisdom(dir.file("")), "is a directory, not a regular file");
-  DARRAY_REQUIRE_THROWS_ALL(IoError, fft::Plan<double>(shape, sharding, measured(dir.file(""))), "is a directory");
+  using HostPlan = fft::Plan<double, Host>;  // one macro argument
+  DARRAY_REQUIRE_THROWS_ALL(IoError, HostPlan(shape, sharding, measured(dir.file(""))), "is a directory");
   DARRAY_REQUIRE_THROWS_ALL(IoError, fft::load_wisdom(""), "path is empty");
   // An unwritable place: save_wisdom throws, a plan warns and works.
   const std::string nowhere = dir.file("no/such/dir/fft.wisdom");
   DARRAY_REQUIRE_THROWS_ALL(IoError, fft::save_wisdom(nowhere), "cannot create the temporary file");
-  const fft::Plan<double> plan(shape, sharding, measured(nowhere));
+  const fft::Plan<double, Host> plan(shape, sharding, measured(nowhere));
   INFO(plan.describe());
   REQUIRE(all_ok(contains(plan.describe(), "not saved: ")));
-  const auto x = fft_test::random_array<C>(shape, sharding, 81);
+  const auto x = fft_test::random_array<C, Host>(shape, sharding, 81);
   REQUIRE(all_ok(relative_error(process_allgather(plan.forward(x)),
                                 Serial<double>::c2c(process_allgather(x), shape, FFTW_FORWARD)) < 1e-12));
   fft::forget_wisdom();
@@ -337,7 +341,7 @@ TEST_CASE("estimate plans transform out of place; every strategy wisdom names, +
       fft::forget_wisdom();
       fft::Options estimate;
       estimate.output = layout;
-      const std::string heuristic = fft::Plan<double>(shape, sharding, estimate).describe();
+      const std::string heuristic = fft::Plan<double, Host>(shape, sharding, estimate).describe();
       INFO(heuristic);
       // Copying the input first and transforming in place only costs the copy (pipeline.hpp, default_strategy).
       REQUIRE(all_ok(contains(heuristic, "stage 0 ") && !contains(heuristic, "+copy")));
@@ -345,9 +349,9 @@ TEST_CASE("estimate plans transform out of place; every strategy wisdom names, +
       write_on_root(path, "");
       if (world_rank() == 0) std::filesystem::remove(path);
       MPI_Barrier(MPI_COMM_WORLD);
-      { const fft::Plan<double> measured_plan(shape, sharding, measured(path, layout)); }
+      { const fft::Plan<double, Host> measured_plan(shape, sharding, measured(path, layout)); }
       const std::string text = from_root(read_text(path));
-      const auto x = fft_test::random_array<C>(shape, sharding, 95);
+      const auto x = fft_test::random_array<C, Host>(shape, sharding, 95);
       const auto gx = process_allgather(x);
       const auto expected = Serial<double>::c2c(gx, shape, FFTW_FORWARD);
       for (const char* method : {"passes", "guru", "tiled"})
@@ -358,7 +362,7 @@ TEST_CASE("estimate plans transform out of place; every strategy wisdom names, +
           fft::forget_wisdom();
           fft::Options wise = estimate;
           wise.wisdom_file = path;
-          const fft::Plan<double> plan(shape, sharding, wise);
+          const fft::Plan<double, Host> plan(shape, sharding, wise);
           const std::string d = plan.describe();
           INFO(d);
           // Stage 0 forward reads the caller's array: it takes the copy variant too.
@@ -373,8 +377,9 @@ TEST_CASE("estimate plans transform out of place; every strategy wisdom names, +
 }
 
 // plan's c2c forward transform of a random array against serial FFTW, and its round trip.
-void check_c2c(const fft::Plan<double>& plan, const Shape& shape, const NamedSharding& sharding, std::uint64_t seed) {
-  const auto x = fft_test::random_array<C>(shape, sharding, seed);
+void check_c2c(const fft::Plan<double, Host>& plan, const Shape& shape, const NamedSharding& sharding,
+               std::uint64_t seed) {
+  const auto x = fft_test::random_array<C, Host>(shape, sharding, seed);
   const auto gx = process_allgather(x);
   const auto y = plan.forward(x);
   REQUIRE(all_ok(relative_error(process_allgather(y), Serial<double>::c2c(gx, shape, FFTW_FORWARD)) < 1e-12));
@@ -390,12 +395,12 @@ TEST_CASE("measured strategies: every candidate computes the same transform, the
     for (auto planner : {fft::Planner::measure, fft::Planner::patient}) {
       fft::Options o;
       o.planner = planner;
-      const fft::Plan<double> plan(shape, sharding, o);
+      const fft::Plan<double, Host> plan(shape, sharding, o);
       INFO(plan.describe());
       REQUIRE(all_ok(from_root(plan.describe()) == plan.describe()));
       check_c2c(plan, shape, sharding, 91);
-      const fft::RealPlan<float> rplan(shape, sharding, o);
-      const auto xr = fft_test::random_array<float>(shape, sharding, 92);
+      const fft::RealPlan<float, Host> rplan(shape, sharding, o);
+      const auto xr = fft_test::random_array<float, Host>(shape, sharding, 92);
       const auto gxr = process_allgather(xr);
       const auto yr = rplan.forward(xr);
       REQUIRE(all_ok(relative_error(process_allgather(yr), Serial<float>::r2c(gxr, shape)) < 1e-5));
@@ -440,7 +445,7 @@ TEST_CASE("a measured plan's backward c2c stage takes its forward twin's choice,
     fft::forget_wisdom();
     fft::Options o;
     o.planner = fft::Planner::measure;
-    const fft::Plan<double> plan(shape, sharding, o);
+    const fft::Plan<double, Host> plan(shape, sharding, o);
     const std::string d = plan.describe();
     INFO(d);
     REQUIRE(all_ok(from_root(d) == d));

@@ -18,6 +18,8 @@ using namespace darray;
 using darray::testing::all_ok;
 using darray::testing::holds_iota;
 using darray::testing::random_spec;
+// Single copies read host memory (process_vm_readv): every array here is in host memory, in GPU builds too.
+using Host = Kokkos::HostSpace;
 
 namespace {
 
@@ -65,14 +67,14 @@ void large_chain(std::mt19937_64& rng, int64_t elements, int steps) {
   const auto edge = static_cast<int64_t>(std::pow(static_cast<double>(elements), 1.0 / N));
   for (auto& n : shape) n = edge / 2 + static_cast<int64_t>(rng() % static_cast<uint64_t>(edge));
   Mesh mesh = darray::testing::random_mesh(rng, devices(), 0, true, 'p');
-  auto a = iota<T, N>(shape, NamedSharding(mesh, random_spec(rng, mesh.axis_names(), N)));
+  auto a = iota<T, N, Host>(shape, NamedSharding(mesh, random_spec(rng, mesh.axis_names(), N)));
   for (int k = 0; k < steps; ++k) {
     Mesh m = rng() % 2 ? darray::testing::random_mesh(rng, devices(), 0, true, 'p') : mesh;
     NamedSharding next(m, random_spec(rng, m.axis_names(), N));
     INFO("step " << k << ": " << a.sharding() << " -> " << next << " shape " << shape_to_string(shape));
     // A plan's first run settles which directions go by single copy (on other values, so that a block the cache
     // hands out again cannot hold the right answer already); the second uses them.
-    (void)reshard(full<T, N>(shape, T(-1), a.sharding()), next);
+    (void)reshard(full<T, N, Host>(shape, T(-1), a.sharding()), next);
     a = reshard(a, next);
     REQUIRE(all_ok(holds_iota(a)));
   }
@@ -103,7 +105,7 @@ TEST_CASE("FFT transposes, halo phases and all_gather by single copy give what M
   const Shape shape{64, 64, 64};  // slabs of 2 processes: runs of 32 KiB on both sides of a transpose
   const NamedSharding slabs(make_mesh({device_count()}, {"x"}), P("x"));
   using C = Kokkos::complex<double>;
-  auto x = make_array_from_callback<C, 3, Kokkos::HostSpace>(shape, slabs, [](const Index& b) {
+  auto x = make_array_from_callback<C, 3, Host>(shape, slabs, [](const Index& b) {
     std::vector<C> v;
     for (int64_t i = b[0].start; i < b[0].stop; ++i)
       for (int64_t j = b[1].start; j < b[1].stop; ++j)
@@ -111,16 +113,16 @@ TEST_CASE("FFT transposes, halo phases and all_gather by single copy give what M
           v.emplace_back(std::sin(0.1 * static_cast<double>(i * 1600 + j * 40 + k)), 0.25 * static_cast<double>(j));
     return v;
   });
-  const auto other = full<C, 3, Kokkos::HostSpace>(shape, C(-1.0, 2.0), slabs);
+  const auto other = full<C, 3, Host>(shape, C(-1.0, 2.0), slabs);
   for (const fft::OutputLayout layout : {fft::OutputLayout::same, fft::OutputLayout::transposed}) {
     fft::Options o;
     o.output = layout;
-    const fft::Plan<double, Kokkos::HostSpace> plan(shape, slabs, o);
+    const fft::Plan<double, Host> plan(shape, slabs, o);
     (void)plan.backward(plan.forward(other));  // the first run of each transpose settles its single copies
     const auto y = plan.forward(x);
     const auto back = plan.backward(y);
     const auto [y_messages, back_messages] = with_messages_only([&] {
-      const fft::Plan<double, Kokkos::HostSpace> p(shape, slabs, o);
+      const fft::Plan<double, Host> p(shape, slabs, o);
       auto f = p.forward(x);
       auto b = p.backward(f);
       return std::make_pair(local_values(f), local_values(b));
@@ -131,10 +133,10 @@ TEST_CASE("FFT transposes, halo phases and all_gather by single copy give what M
 
   const Shape grid{16 * device_count(), 4096};  // 2 halo rows of 4096 doubles: 64 KiB per piece
   const NamedSharding rows(make_mesh({device_count()}, {"x"}), P("x"));
-  auto g = iota<double, 2>(grid, rows);
+  auto g = iota<double, 2, Host>(grid, rows);
   auto padded_by = [&] {
-    HaloExchange<double, 2, Kokkos::HostSpace> halo(grid, rows, {2, 0}, Boundary::periodic);
-    (void)halo.pad(full<double, 2>(grid, -1.0, rows));  // settles the phases' single copies
+    HaloExchange<double, 2, Host> halo(grid, rows, {2, 0}, Boundary::periodic);
+    (void)halo.pad(full<double, 2, Host>(grid, -1.0, rows));  // settles the phases' single copies
     auto shards = halo.pad(g);
     std::vector<double> flat;
     for (const auto& s : shards) flat.insert(flat.end(), s.data.data(), s.data.data() + s.data.size());
@@ -144,8 +146,8 @@ TEST_CASE("FFT transposes, halo phases and all_gather by single copy give what M
   CHECK(all_ok(halo_single == with_messages_only(padded_by)));
 
   const Shape tall{8 * device_count(), 4096};
-  (void)all_gather(full<double, 2>(tall, -1.0, rows), "x", 0, tiled);  // settles the plan's single copies
-  CHECK(all_ok(holds_iota(all_gather(iota<double, 2>(tall, rows), "x", 0, tiled))));
+  (void)all_gather(full<double, 2, Host>(tall, -1.0, rows), "x", 0, tiled);  // settles the plan's single copies
+  CHECK(all_ok(holds_iota(all_gather(iota<double, 2, Host>(tall, rows), "x", 0, tiled))));
 
   const std::size_t read = pieces_read_everywhere(before);
   if (process_count() > 1 && single_copies_on())
@@ -160,7 +162,7 @@ TEST_CASE("DARRAY_SINGLE_COPY=0 turns single copies off", "[.single_copy_off]") 
   const std::size_t before = pieces_read();
   const NamedSharding rows(make_mesh({device_count()}, {"x"}), P("x")),
       cols(make_mesh({device_count()}, {"x"}), P(none, "x"));
-  const auto a = reshard(iota<double, 2>({512, 512}, rows), cols);
+  const auto a = reshard(iota<double, 2, Host>({512, 512}, rows), cols);
   CHECK(all_ok(holds_iota(a)));
   CHECK(pieces_read_everywhere(before) == 0);
 }
@@ -170,8 +172,8 @@ TEST_CASE("DARRAY_SINGLE_COPY=0 turns single copies off", "[.single_copy_off]") 
 TEST_CASE("processes that run different single-copy exchanges both get an error, not each other's data") {
   if (process_count() != 2 || !single_copies_on()) return;
   const NamedSharding rows(make_mesh({device_count()}, {"x"}), P("x"));
-  const auto small = iota<double, 2>({8 * device_count(), 4096}, rows);
-  const auto large = iota<double, 2>({16 * device_count(), 4096}, rows);
+  const auto small = iota<double, 2, Host>({8 * device_count(), 4096}, rows);
+  const auto large = iota<double, 2, Host>({16 * device_count(), 4096}, rows);
   (void)all_gather(small, "x", 0, tiled);  // both plans settled on both processes
   (void)all_gather(large, "x", 0, tiled);
   const std::size_t before = pieces_read();

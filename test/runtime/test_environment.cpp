@@ -51,6 +51,7 @@ TEST_CASE("an Environment over a caller's MPI and Kokkos leaves them running") {
 }
 
 TEST_CASE("host_device_count option overrides DARRAY_HOST_DEVICE_COUNT") {
+  if (darray::detail::kokkos_uses_gpu()) return;  // GPU builds: one GPU per process, no host devices
   darray::EnvironmentOptions opt;
   opt.host_device_count = 3;
   darray::Environment env(opt);
@@ -60,6 +61,7 @@ TEST_CASE("host_device_count option overrides DARRAY_HOST_DEVICE_COUNT") {
 }
 
 TEST_CASE("processes may own different numbers of host devices") {
+  if (darray::detail::kokkos_uses_gpu()) return;  // GPU builds: one GPU per process, no host devices
   const int others = env_host_devices();
   EnvVar v("DARRAY_HOST_DEVICE_COUNT", "2", 0);  // process 0 gets 2, the others keep theirs
   darray::Environment env;
@@ -124,6 +126,7 @@ TEST_CASE("bad options are errors") {
 }
 
 TEST_CASE("backend and GPU selection in a host-only build") {
+  if (darray::detail::kokkos_uses_gpu()) return;  // GPU builds: one GPU per process, no host devices
   {
     EnvVar v("DARRAY_BACKEND", "nccl");
     DARRAY_REQUIRE_THROWS_ALL(darray::NotSupported, darray::Environment(), "DARRAY_BACKEND", "\"nccl\"", "use \"mpi\"");

@@ -148,8 +148,7 @@ class Environment {
       const bool unwinding = std::uncaught_exceptions() > m_uncaught_at_start;
       double waited = 0;
       if (!detail::all_arrive_within(s.comm, s.shutdown_timeout_s, &waited)) {
-        std::cerr << detail::early_exit_message(s.rank, s.size, unwinding, s.shutdown_timeout_s) << std::endl;
-        MPI_Abort(MPI_COMM_WORLD, 1);
+        detail::abort_job(MPI_COMM_WORLD, detail::early_exit_message(s.rank, s.size, unwinding, s.shutdown_timeout_s));
       }
       DARRAY_LOG(debug, "shutdown agreement: all processes arrived after " << waited * 1e6 << " us");
     }

@@ -10,6 +10,7 @@
 #include <exception>
 #include <iostream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <type_traits>
@@ -136,9 +137,10 @@ int run(int& argc, char**& argv, const EnvironmentOptions& options, Body&& body)
   }
   const auto [first, count] = detail::agree_on_failure(comm, failed);
   if (first < 0) {
-    std::cerr << "error on process " << process_index() << " (the others did not respond within "
-              << detail::run_agreement_seconds << " s, so the launch is aborted): " << message << std::endl;
-    MPI_Abort(comm, 1);
+    std::ostringstream os;
+    os << "error on process " << process_index() << " (the others did not respond within "
+       << detail::run_agreement_seconds << " s, so the launch is aborted): " << message;
+    detail::abort_job(comm, os.str());
   }
   MPI_Comm_free(&comm);
   if (count > 0 && process_index() == first) {

@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -58,6 +60,23 @@ inline std::string early_exit_message(int rank, int size, bool unwinding, int ti
      << " skipped. Aborting the job instead of hanging (raise DARRAY_SHUTDOWN_TIMEOUT_S if processes legitimately "
         "finish that far apart; 0 waits forever).";
   return os.str();
+}
+
+// Seconds an aborting process waits between printing its message and calling MPI_Abort. The launcher forwards a
+// process's stderr through a pipe and tears the job down on the abort request, which travels on another socket: a
+// launcher short of CPU (Hydra's proxy beside processes busy-polling in a collective, on a loaded node) can act on the
+// abort first and drop the message, leaving the user with a dead job and no reason. Only the failing process waits,
+// once, after its deadline already passed, so the wait costs nothing a working run would see.
+inline constexpr double abort_grace_seconds = 0.5;
+
+// The one way libdarray ends a whole launch: prints message (one line, to stderr), gives the launcher
+// abort_grace_seconds to forward it, then MPI_Abort(comm, 1). Never returns.
+[[noreturn]] inline void abort_job(MPI_Comm comm, const std::string& message) noexcept {
+  std::cerr << message << std::endl;
+  std::fflush(stderr);
+  std::this_thread::sleep_for(std::chrono::duration<double>(abort_grace_seconds));
+  MPI_Abort(comm, 1);
+  std::abort();  // MPI_Abort does not return; should an MPI return from it, the process must still end
 }
 
 }  // namespace detail
