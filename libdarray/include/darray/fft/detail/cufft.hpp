@@ -151,10 +151,10 @@ class CufftPlan {
   // block of the plan, copied in before and out after on the same stream.
   void execute(void* in, void* out) {
     const LocalProblem& pb = m_problem;
-    const std::size_t in_bytes = block_bytes(pb.in_block, pb.kind != Kind::r2c);
-    const std::size_t out_bytes = block_bytes(pb.out_block, pb.kind != Kind::c2r);
     const bool in_bad = misaligned(in, pb.kind != Kind::r2c), out_bad = misaligned(out, pb.kind != Kind::c2r);
     if (!in_bad && !out_bad) return run(in, out);
+    const std::size_t in_bytes = block_bytes(pb.in_block, pb.kind != Kind::r2c);
+    const std::size_t out_bytes = block_bytes(pb.out_block, pb.kind != Kind::c2r);
     std::byte* scratch = this->scratch(in_bytes + out_bytes);
     void* ain = in;
     if (in_bad) {

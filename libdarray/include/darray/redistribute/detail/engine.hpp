@@ -433,24 +433,25 @@ class MoveEngine {
     }
   }
 
-  // Whether the sender of a direction is still in the run whose pieces it announced (its live word holds the value
-  // announced); 0, or an errno when its memory could not be read.
-  static int sender_live(const SingleCopy& c, bool& live) {
+  // What reading a direction's pieces came to, `result` (0 or the read's errno) unless the sender is known to have
+  // left the run whose pieces it announced: its live word no longer holds the value announced, or its process is
+  // gone. Then sender_left, and the sender waits for no answer. Any other failure to read the word is an errno,
+  // answered as before, so a sender that still waits is never left waiting.
+  static constexpr int sender_left = -1;
+  static int unless_sender_left(const SingleCopy& c, int result) {
     std::uint64_t word = 0;
     static thread_local std::vector<PeerRange> range(1);  // reused: a call allocates nothing once its plan exists
     range[0] = PeerRange{&word, static_cast<std::uint64_t>(c.ready[0]), sizeof word};
     const int err = read_from_process(c.pid, range);
-    live = err == 0 && word == static_cast<std::uint64_t>(c.ready[1]);
-    return err;
+    if (err == ESRCH || (err == 0 && word != static_cast<std::uint64_t>(c.ready[1]))) return sender_left;
+    return err != 0 ? err : result;
   }
 
   // Reads the pieces of a direction from the sender (c.ready: where they lie) into dst; returns 0, an errno, or
   // sender_left when the sender left the run before or while they were read (what was read is then not the data).
-  static constexpr int sender_left = -1;
   template <class T>
   int read_pieces(const SingleCopy& c, const std::vector<T*>& dst) const {
     static thread_local std::vector<PeerRange> ranges;
-    bool live = false;
     std::size_t w = 2;
     for (const Move& m : m_list.recvs[c.peer].moves) {
       const Region& d = m.dst.front();
@@ -465,12 +466,10 @@ class MoveEngine {
         ranges.push_back(PeerRange{base + dof, remote + static_cast<std::uint64_t>(so) * sizeof(T),
                                    static_cast<std::size_t>(run) * sizeof(T)});
       });
-      if (const int err = read_from_process(c.pid, ranges))
-        return sender_live(c, live) == 0 && live ? err : sender_left;
+      if (const int err = read_from_process(c.pid, ranges)) return unless_sender_left(c, err);
       ++single_copy_pieces();
     }
-    if (sender_live(c, live) != 0 || !live) return sender_left;
-    return 0;
+    return unless_sender_left(c, 0);
   }
 
   // What both sides of a peer's pieces know alike: the operation, the element size, the pieces' count and extents.

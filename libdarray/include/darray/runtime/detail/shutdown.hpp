@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <sstream>
@@ -72,8 +71,7 @@ inline constexpr double abort_grace_seconds = 0.5;
 // The one way libdarray ends a whole launch: prints message (one line, to stderr), gives the launcher
 // abort_grace_seconds to forward it, then MPI_Abort(comm, 1). Never returns.
 [[noreturn]] inline void abort_job(MPI_Comm comm, const std::string& message) noexcept {
-  std::cerr << message << std::endl;
-  std::fflush(stderr);
+  std::cerr << message << std::endl;  // std::cerr is unbuffered: written out here
   std::this_thread::sleep_for(std::chrono::duration<double>(abort_grace_seconds));
   MPI_Abort(comm, 1);
   std::abort();  // MPI_Abort does not return; should an MPI return from it, the process must still end
