@@ -29,21 +29,24 @@ struct EnvVar {
 NamedSharding rows() { return NamedSharding(make_mesh({device_count()}, {"x"}), P{"x"}); }
 }  // namespace
 
-// The kept view is in host memory: the host reads and writes it after the end, and in GPU builds a device view may
-// not outlive Kokkos, which the Environment finalizes.
+// Every case here is about the host memory cache (its arrays in Kokkos::HostSpace, its statistics of that space), so
+// it asks the same in GPU builds: the kept view is read and written by the host after the end, and a device view
+// may not outlive Kokkos, which the Environment finalizes.
+using Host = Kokkos::HostSpace;
+
 TEST_CASE("the Environment's end releases every cached block; views that outlive it stay valid") {
-  Shard<double, 2, Kokkos::HostSpace>::view_type kept;
+  Shard<double, 2, Host>::view_type kept;
   std::size_t cached_inside = 0, limit_inside = 0;
   {
     Environment env;
-    limit_inside = memory_stats().cache_limit_bytes;
-    { auto a = iota<double, 2>({4 * device_count(), 100}, rows()); }
-    auto b = iota<double, 2, Kokkos::HostSpace>({2 * device_count(), 100}, rows());
+    limit_inside = memory_stats<Host>().cache_limit_bytes;
+    { auto a = iota<double, 2, Host>({4 * device_count(), 100}, rows()); }
+    auto b = iota<double, 2, Host>({2 * device_count(), 100}, rows());
     kept = b.addressable_shards().front().data;
-    { auto c = zeros<double, 2>({8 * device_count(), 64}, rows()); }
-    cached_inside = memory_stats().bytes_cached;
+    { auto c = zeros<double, 2, Host>({8 * device_count(), 64}, rows()); }
+    cached_inside = memory_stats<Host>().bytes_cached;
   }
-  const MemoryStats after = memory_stats();
+  const MemoryStats after = memory_stats<Host>();
   bool ok = limit_inside > 0 && cached_inside > 0 && after.bytes_cached == 0 && after.cache_limit_bytes == 0;
   ok = ok && after.bytes_in_use >= kept.size() * sizeof(double);
   // The kept view still reads its values (iota: row-major flat index of its block) and can be written.
@@ -52,7 +55,7 @@ TEST_CASE("the Environment's end releases every cached block; views that outlive
   ok = ok && kept(1, 1) == 42.0;
   const std::size_t in_use = after.bytes_in_use;
   kept = {};  // goes straight back to the system: no Environment, nothing is cached
-  ok = ok && memory_stats().bytes_in_use < in_use && memory_stats().bytes_cached == 0;
+  ok = ok && memory_stats<Host>().bytes_in_use < in_use && memory_stats<Host>().bytes_cached == 0;
   REQUIRE(all_ok(ok));
 }
 
@@ -60,20 +63,20 @@ TEST_CASE("DARRAY_CACHE_BYTES is read at each start-up") {
   {
     EnvVar v("DARRAY_CACHE_BYTES", "3M");
     Environment env;
-    REQUIRE(all_ok(memory_stats().cache_limit_bytes == 3u << 20));
+    REQUIRE(all_ok(memory_stats<Host>().cache_limit_bytes == 3u << 20));
   }
   {
     EnvVar v("DARRAY_CACHE_BYTES", "0");
     Environment env;
-    reset_memory_stats();
-    { auto a = iota<double, 2>({4 * device_count(), 100}, rows()); }
-    const MemoryStats s = memory_stats();
+    reset_memory_stats<Host>();
+    { auto a = iota<double, 2, Host>({4 * device_count(), 100}, rows()); }
+    const MemoryStats s = memory_stats<Host>();
     REQUIRE(all_ok(s.cache_limit_bytes == 0 && s.bytes_cached == 0 && s.allocations_from_system == 0));
   }
   Environment env;  // unset: the default, a quarter of this process's share of the host memory
   const std::size_t expected =
       detail::physical_host_memory_bytes() / static_cast<std::size_t>(local_process_count()) / 4;
-  REQUIRE(all_ok(memory_stats().cache_limit_bytes == expected));
+  REQUIRE(all_ok(memory_stats<Host>().cache_limit_bytes == expected));
 }
 
 TEST_CASE("a malformed DARRAY_CACHE_BYTES stops the Environment with an error naming it") {

@@ -1,7 +1,8 @@
-// What a collective call allocates on the host heap once its plan is cached, counted through a replaced global
-// operator new: the kept-output forms nothing at all (the plan lookup fills a reused key, the engine and the
-// reductions reuse their buffers), the allocating forms only what the result array owns (its shard list, its shape,
-// one index per shard; the blocks come from the shard memory cache, not from operator new).
+// What a collective or reshard call allocates on the host heap once its plan is cached, counted through a replaced
+// global operator new: the kept-output forms nothing at all (the plan lookup fills a reused key, the engine and the
+// reductions reuse their buffers), on host memory, on the device-memory path of the staged test hook, and in GPU
+// builds on the device (Kokkos 4: runtime/detail/kokkos_compat.hpp); the allocating forms only what the result array
+// owns (its shard list, its shape, one index per shard; the blocks come from the shard memory cache).
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <functional>
@@ -57,17 +58,16 @@ long count_news(int times, Fn&& fn) {
   return news;
 }
 
-}  // namespace
-
-TEST_CASE("kept-output collectives allocate nothing once their plan is cached") {
+// operator new calls of three rounds of every kept-output collective, after a warm-up round, per size: one element
+// per device and chunk (all_to_all and psum_scatter split each block into nd chunks), the small calls whose overhead
+// this guards; and 9216 elements (72 KiB of doubles, a multiple of every nd up to 6: reductions across processes
+// take the reduce-scatter path there).
+void require_kept_collectives_allocate_nothing() {
   const int64_t nd = device_count();
   const Mesh mesh = make_mesh({nd}, {"i"});
   const NamedSharding by_i(mesh, P{"i"});
   std::vector<std::pair<int, int>> shift;
   for (int i = 0; i < static_cast<int>(nd); ++i) shift.emplace_back(i, (i + 1) % static_cast<int>(nd));
-  // One element per device and chunk (all_to_all and psum_scatter split each block into nd chunks): the small calls
-  // whose overhead this guards; and 9216 elements (72 KiB of doubles, a multiple of every nd up to 6: reductions
-  // across processes take the reduce-scatter path there).
   for (const int64_t per_device : {nd, int64_t(9216)}) {
     const auto x = iota<double, 1>({nd * per_device}, by_i);
     auto y0 = psum(x, "i");
@@ -91,6 +91,47 @@ TEST_CASE("kept-output collectives allocate nothing once their plan is cached") 
   }
 }
 
+}  // namespace
+
+// In a GPU build (device memory) this is the device path: kernels, fences and execution space instances, each of
+// which Kokkos 4 can make allocate (runtime/detail/kokkos_compat.hpp).
+TEST_CASE("kept-output collectives allocate nothing once their plan is cached") {
+  require_kept_collectives_allocate_nothing();
+}
+
+// The host test hook's device path: host copies for MPI and the reductions across processes, staging buffers.
+TEST_CASE("kept-output collectives allocate nothing on the device-memory path either") {
+  const darray::detail::StageAsIfOnDevice device_path;
+  require_kept_collectives_allocate_nothing();
+}
+
+namespace {
+
+// The same for a reshard into a kept output (rows to columns, an uneven shape): the engine's buffers come from the
+// shard memory cache, its transport, group and message plan are kept, the device pointers go in reused vectors.
+void require_kept_reshard_allocates_nothing() {
+  const int64_t nd = device_count();
+  const Mesh mesh = make_mesh({nd}, {"i"});
+  const NamedSharding rows(mesh, P{"i", none}), cols(mesh, P{none, "i"});
+  for (const int64_t n : {nd + 1, 24 * nd + 5}) {
+    const auto a = iota<double, 2>({n, n + 3}, rows);
+    auto b = reshard(a, cols);
+    const auto plan = reshard_plan<double>(rows, cols, a.shape());
+    execute(*plan, a, b);  // warm-up
+    const long news_seen = count_news(3, [&] { execute(*plan, a, b); });
+    INFO(n << "x" << n + 3 << " rows to columns: " << news_seen << " operator new calls in 3 kept-output reshards");
+    REQUIRE(all_ok(news_seen == 0));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a kept-output reshard allocates nothing once its plan is cached") {
+  require_kept_reshard_allocates_nothing();
+  const darray::detail::StageAsIfOnDevice device_path;
+  require_kept_reshard_allocates_nothing();
+}
+
 TEST_CASE("allocating collectives allocate only what their result owns") {
   const int64_t nd = device_count();
   const auto local = static_cast<long>(local_device_count());
@@ -103,7 +144,8 @@ TEST_CASE("allocating collectives allocate only what their result owns") {
   const long n = count_news(1, [&] { y = psum(x, "i"); });
   INFO(n << " operator new calls for one psum with " << local << " local devices");
   REQUIRE(all_ok(n <= 2 + local));
-  REQUIRE(all_ok(y.addressable_data(0)(0) == static_cast<double>(nd * (nd - 1) / 2)));
+  const std::vector<double> got = process_allgather(y);  // device memory in GPU builds: read through a host copy
+  REQUIRE(all_ok(got[0] == static_cast<double>(nd * (nd - 1) / 2)));
   // The same for every collective, whatever the length of its name (the result blocks' label, "darray::all_gather",
   // is longer than std::string's inline buffer).
   std::vector<std::pair<int, int>> shift;

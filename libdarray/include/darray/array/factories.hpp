@@ -5,6 +5,7 @@
 
 #include <Kokkos_Core.hpp>
 #include <cstdint>
+#include <string>
 
 #include "darray/array/detail/block_io.hpp"
 #include "darray/array/detail/blocks.hpp"
@@ -41,8 +42,9 @@ void fill_iota(const View& view, const Index& index, const Shape& global_shape) 
     g.global_stride[d] = strides[k];
   }
   T* data = view.data();
+  static const std::string kernel_name = "darray::iota";  // kokkos_compat.hpp: built once
   Kokkos::parallel_for(
-      "darray::iota", Kokkos::RangePolicy<Exec, Kokkos::IndexType<int64_t>>(0, n), KOKKOS_LAMBDA(const int64_t i) {
+      kernel_name, Kokkos::RangePolicy<Exec, Kokkos::IndexType<int64_t>>(0, n), KOKKOS_LAMBDA(const int64_t i) {
         int64_t rest = i, flat = 0;
         for (int d = N - 1; d >= 0; --d) {
           flat += (g.start[d] + rest % g.extent[d]) * g.global_stride[d];
@@ -60,7 +62,7 @@ DistributedArray<T, N, MemorySpace> zeros(const Shape& shape, const NamedShardin
   detail::check_array_args<N>("zeros", shape, sharding);
   const auto devs = detail::process_device_blocks(sharding, shape, process_index());
   auto shards = detail::allocate_shards_agreed<T, N, MemorySpace>(devs, /*initialize=*/true);
-  Kokkos::fence();  // Kokkos' zero fill may still run; MPI may read the shards next
+  detail::fence_all();  // Kokkos' zero fill may still run; MPI may read the shards next
   return detail::adopt_shards<T, N, MemorySpace>(shape, sharding, std::move(shards));
 }
 
@@ -71,7 +73,7 @@ DistributedArray<T, N, MemorySpace> full(const Shape& shape, const T& value, con
   const auto devs = detail::process_device_blocks(sharding, shape, process_index());
   auto shards = detail::allocate_shards_agreed<T, N, MemorySpace>(devs, /*initialize=*/false);
   for (const auto& s : shards) Kokkos::deep_copy(s.data, value);
-  Kokkos::fence();
+  detail::fence_all();
   return detail::adopt_shards<T, N, MemorySpace>(shape, sharding, std::move(shards));
 }
 
@@ -83,7 +85,7 @@ DistributedArray<T, N, MemorySpace> iota(const Shape& shape, const NamedSharding
   const auto devs = detail::process_device_blocks(sharding, shape, process_index());
   auto shards = detail::allocate_shards_agreed<T, N, MemorySpace>(devs, /*initialize=*/false);
   for (const auto& s : shards) detail::fill_iota<N>(s.data, s.index, shape);
-  Kokkos::fence();  // the kernels are asynchronous on GPUs; MPI may read the shards next
+  detail::fence_all();  // the kernels are asynchronous on GPUs; MPI may read the shards next
   return detail::adopt_shards<T, N, MemorySpace>(shape, sharding, std::move(shards));
 }
 

@@ -20,7 +20,7 @@ namespace darray {
 // Collective. darray::barrier() is the same wait without the name check.
 inline void sync_global_devices(const std::string& name) {
   const MPI_Comm comm = detail::world_comm();
-  Kokkos::fence();
+  detail::fence_all();
   const std::uint64_t h = detail::fnv1a64(name);
   // min(h) and min(~h) = ~max(h) in one call: the names agree exactly when min and max agree.
   std::uint64_t v[2] = {h, ~h};

@@ -23,7 +23,7 @@ namespace darray {
 inline void barrier() {
   const auto& s = detail::active_state("barrier");
   check_consistent(s.comm, "barrier()");
-  Kokkos::fence();
+  detail::fence_all();
   if (s.wait_timeout_s <= 0 || s.sync_comm == MPI_COMM_NULL) {
     DARRAY_MPI_CHECK(MPI_Barrier(s.comm));
     return;

@@ -73,6 +73,14 @@ inline ExchangeMethod choose_exchange_method(MPI_Comm comm, const ExchangePlan& 
 
 namespace detail {
 
+// What exchange_impl keeps between calls, per thread: its request set and receive counters, reused so that a warm
+// exchange allocates nothing. A nested exchange (from an on_receive callback) takes a fresh one.
+struct ExchangeScratch {
+  RequestSet requests;
+  std::vector<std::size_t> remaining;
+  bool busy = false;
+};
+
 inline void exchange_impl(MPI_Comm comm, const ExchangePlan& plan, const std::byte* send, std::byte* recv,
                           const ExchangeOptions& options, const ReceiveCallback* on_receive) {
   int rank = 0, size = 1;
@@ -97,8 +105,20 @@ inline void exchange_impl(MPI_Comm comm, const ExchangePlan& plan, const std::by
     if (on_receive != nullptr && *on_receive) (*on_receive)(i, plan.recvs[i]);
   };
 
-  RequestSet requests;
-  std::vector<std::size_t> remaining(plan.recvs.size(), 0);
+  static thread_local ExchangeScratch shared;
+  ExchangeScratch own;
+  ExchangeScratch& scratch = shared.busy ? own : shared;
+  struct Release {  // on every exit, an exception's included: outstanding requests cancelled or released
+    ExchangeScratch& s;
+    ~Release() {
+      s.requests.abandon();
+      s.busy = false;
+    }
+  } release{scratch};
+  scratch.busy = true;
+  RequestSet& requests = scratch.requests;
+  std::vector<std::size_t>& remaining = scratch.remaining;
+  remaining.assign(plan.recvs.size(), 0);
   if (method == ExchangeMethod::point_to_point) {
     // Receives first, so early messages land in place instead of in MPI's unexpected-message queue.
     for (std::size_t i = 0; i < plan.recvs.size(); ++i) {
@@ -116,12 +136,11 @@ inline void exchange_impl(MPI_Comm comm, const ExchangePlan& plan, const std::by
   }
 
   // Self messages and empty entries need no network, so they are done (and reported) while messages fly.
-  const auto self_s = self_entries(plan.sends, rank), self_r = self_entries(plan.recvs, rank);
-  for (std::size_t k = 0; k < self_s.size(); ++k) {
-    const PeerBytes &s = plan.sends[self_s[k]], &r = plan.recvs[self_r[k]];
+  for_each_self_pair(plan, rank, [&](std::size_t si, std::size_t ri) {
+    const PeerBytes &s = plan.sends[si], &r = plan.recvs[ri];
     if (s.bytes > 0) std::memcpy(recv + r.offset, send + s.offset, s.bytes);
-    report(self_r[k]);
-  }
+    report(ri);
+  });
   for (std::size_t i = 0; i < plan.recvs.size(); ++i)
     if (plan.recvs[i].peer != rank && plan.recvs[i].bytes == 0) report(i);
 

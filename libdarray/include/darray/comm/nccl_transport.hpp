@@ -103,12 +103,11 @@ class NcclTransport final : public Transport {
     DARRAY_NCCL_CHECK_ASYNC(ncclGroupEnd());
     dog.wait_ready(m_comm);
     // Self messages: a device copy on the same stream, no NCCL.
-    const auto self_s = detail::self_entries(plan.sends, m_rank), self_r = detail::self_entries(plan.recvs, m_rank);
-    for (std::size_t k = 0; k < self_s.size(); ++k) {
-      const PeerBytes &a = plan.sends[self_s[k]], &b = plan.recvs[self_r[k]];
+    detail::for_each_self_pair(plan, m_rank, [&](std::size_t si, std::size_t ri) {
+      const PeerBytes &a = plan.sends[si], &b = plan.recvs[ri];
       if (a.bytes > 0)
         DARRAY_CUDA_CHECK(cudaMemcpyAsync(recv + b.offset, send + a.offset, a.bytes, cudaMemcpyDefault, s));
-    }
+    });
     dog.wait_stream(m_comm, s);
   }
 

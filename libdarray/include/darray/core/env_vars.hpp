@@ -36,16 +36,19 @@ inline constexpr int max_timeout_seconds = 31536000;
 namespace detail {
 
 inline std::size_t env_max_message_bytes() {
+  // Read by every exchange: the text is built once.
+  static const std::string accepted = "an integer from " + std::to_string(min_max_message_bytes) +
+                                      " (the minimum) to " + std::to_string(default_max_message_bytes) +
+                                      " (bytes per MPI message)";
   return static_cast<std::size_t>(
       env_int("DARRAY_MPI_MAX_MESSAGE_BYTES", static_cast<int64_t>(default_max_message_bytes),
-              static_cast<int64_t>(min_max_message_bytes), static_cast<int64_t>(default_max_message_bytes),
-              "an integer from " + std::to_string(min_max_message_bytes) + " (the minimum) to " +
-                  std::to_string(default_max_message_bytes) + " (bytes per MPI message)"));
+              static_cast<int64_t>(min_max_message_bytes), static_cast<int64_t>(default_max_message_bytes), accepted));
 }
 
 inline int env_nccl_timeout_seconds() {
-  return static_cast<int>(env_int("DARRAY_NCCL_TIMEOUT_S", default_nccl_timeout_seconds, 1, 31536000,
-                                  "a whole number of seconds from 1 to 31536000"));
+  // Read by every NCCL operation: the text is built once (a literal would be a heap string per call).
+  static const std::string accepted = "a whole number of seconds from 1 to 31536000";
+  return static_cast<int>(env_int("DARRAY_NCCL_TIMEOUT_S", default_nccl_timeout_seconds, 1, 31536000, accepted));
 }
 
 inline int env_shutdown_timeout_seconds() {

@@ -26,6 +26,7 @@
 #include "darray/halo/detail/kernels.hpp"
 #include "darray/halo/plan.hpp"
 #include "darray/redistribute/detail/engine.hpp"
+#include "darray/runtime/detail/kokkos_compat.hpp"
 #include "darray/runtime/detail/state.hpp"
 #include "darray/runtime/environment.hpp"
 
@@ -123,8 +124,8 @@ class HaloExchange {
                                       << " given to an exchange for shape " << shape_to_string(m_plan.shape())
                                       << " sharded as " << m_plan.sharding());
     auto out = allocate();
-    Exec space;
-    space.fence();  // kernels may still be writing a
+    const Exec& space = detail::default_instance<Exec>();
+    detail::fence(space);  // kernels may still be writing a
     for (std::size_t i = 0; i < out.size(); ++i) {
       const Index region = interior_region(out[i]);
       darray::detail::copy_box_any<T, M>(a.addressable_shards()[i].data.data(), region, out[i].data.data(),
@@ -143,11 +144,11 @@ class HaloExchange {
                                                          " sharding " + m_plan.sharding().to_string() + " widths " +
                                                          shape_to_string(m_plan.widths()) + " dtype " +
                                                          dtype_name<T>());
-    Exec space;
-    space.fence();  // kernels may still be writing the blocks
+    const Exec& space = detail::default_instance<Exec>();
+    detail::fence(space);  // kernels may still be writing the blocks
     if (!m_fills.empty()) {
       for (const Fill& f : m_fills) detail::fill_region(space, shards[f.slot].data.data(), f.geometry, m_fill);
-      space.fence();  // the phases send cells next to the ones the fills wrote
+      detail::fence(space);  // the phases send cells next to the ones the fills wrote
     }
     set_buffers(shards);
     // Phase after phase: a later dim's pieces carry the corners an earlier phase filled.
@@ -171,12 +172,12 @@ class HaloExchange {
     if (m_reverse_engines.empty() && !m_plan.phases().empty())  // built on first use: many programs never call it
       for (auto it = m_plan.phases().rbegin(); it != m_plan.phases().rend(); ++it)
         m_reverse_engines.push_back(phase_engine(*it, true));
-    Exec space;
-    space.fence();  // kernels may still be writing the halos
+    const Exec& space = detail::default_instance<Exec>();
+    detail::fence(space);  // kernels may still be writing the halos
     set_buffers(shards);
     for (const auto& engine : m_reverse_engines) engine->run<T, M>(m_src, m_dst, m_buffers);
     for (const Fill& f : m_halo_cells) detail::fill_region(space, shards[f.slot].data.data(), f.geometry, T{});
-    space.fence();
+    detail::fence(space);
   }
 
   // The blocks of padded shards as a DistributedArray (a copy without the halos), e.g. to gather or save them.
@@ -184,14 +185,14 @@ class HaloExchange {
     check(shards);
     const auto devs = darray::detail::process_device_blocks(m_plan.sharding(), m_plan.shape(), process_index());
     auto out = darray::detail::allocate_shards<T, N, M>(devs, /*initialize=*/false);
-    Exec space;
-    space.fence();  // kernels may still be writing the padded blocks
+    const Exec& space = detail::default_instance<Exec>();
+    detail::fence(space);  // kernels may still be writing the padded blocks
     for (std::size_t i = 0; i < out.size(); ++i) {
       const Index region = interior_region(shards[i]);
       darray::detail::copy_box_any<T, M>(shards[i].data.data(), full_index(box_shape(shards[i].padded_index)),
                                          out[i].data.data(), region, region, space);
     }
-    space.fence();
+    detail::fence(space);
     return darray::detail::adopt_shards<T, N, M>(m_plan.shape(), m_plan.sharding(), std::move(out));
   }
 

@@ -22,6 +22,7 @@
 #include "darray/io/detail/npy_file.hpp"
 #include "darray/io/detail/npy_header.hpp"
 #include "darray/io/npy_header.hpp"
+#include "darray/runtime/detail/kokkos_compat.hpp"
 #include "darray/runtime/environment.hpp"
 #include "darray/sharding/named_sharding.hpp"
 
@@ -55,7 +56,7 @@ void save_npy(const std::string& path, const DistributedArray<T, N, MemorySpace>
   for (const auto& s : array.addressable_shards())
     if (s.replica_id == 0 && volume(s.index) > 0) blocks.add(s.data.data(), array.shape(), s.index);
   const int rounds = detail::agreed_rounds(blocks.size(), comm);
-  Kokkos::fence();  // kernels that fill the shards may still run (asynchronous on GPUs); MPI reads them next
+  detail::fence_all();  // kernels that fill the shards may still run (asynchronous on GPUs); MPI reads them next
 
   // Written to a temporary beside the target and renamed over it only once complete (see file_replace.hpp).
   const detail::FileReplacement out = detail::prepare_replacement(api, path, comm);
@@ -123,7 +124,7 @@ DistributedArray<T, N, MemorySpace> load_npy(const std::string& path, const Name
   }
   latch.agree(comm);
   for (const detail::Block& b : distinct) detail::fill_replicas(shards, b);
-  Kokkos::fence();
+  detail::fence_all();
   return detail::adopt_shards<T, N, MemorySpace>(shape, sharding, std::move(shards));
 }
 

@@ -5,6 +5,7 @@
 
 #include <Kokkos_Core.hpp>
 #include <cstdint>
+#include <string>
 #include <type_traits>
 
 #include "darray/array/distributed_array.hpp"
@@ -31,11 +32,12 @@ DistributedArray<detail::map_result_t<F, T>, N, M> map(const DistributedArray<T,
     const T* in = a.addressable_shards()[k].data.data();
     U* out = shards[k].data.data();
     const auto n = static_cast<int64_t>(shards[k].data.size());
+    static const std::string kernel_name = "darray::map";  // kokkos_compat.hpp: built once
     if (n > 0)
       Kokkos::parallel_for(
-          "darray::map", detail::FlatPolicy<Exec>(0, n), KOKKOS_LAMBDA(const int64_t i) { out[i] = f(in[i]); });
+          kernel_name, detail::FlatPolicy<Exec>(0, n), KOKKOS_LAMBDA(const int64_t i) { out[i] = f(in[i]); });
   }
-  Kokkos::fence();  // asynchronous on GPUs; MPI may read the result next
+  detail::fence_all();  // asynchronous on GPUs; MPI may read the result next
   return detail::adopt_like(a, std::move(shards));
 }
 
@@ -52,11 +54,12 @@ DistributedArray<map_result_t<F, T, S>, N, M> map2(const char* api, const Distri
     const S* y = b.addressable_shards()[k].data.data();
     U* out = shards[k].data.data();
     const auto n = static_cast<int64_t>(shards[k].data.size());
+    static const std::string kernel_name = "darray::map2";  // kokkos_compat.hpp: built once
     if (n > 0)
       Kokkos::parallel_for(
-          "darray::map2", FlatPolicy<Exec>(0, n), KOKKOS_LAMBDA(const int64_t i) { out[i] = f(x[i], y[i]); });
+          kernel_name, FlatPolicy<Exec>(0, n), KOKKOS_LAMBDA(const int64_t i) { out[i] = f(x[i], y[i]); });
   }
-  Kokkos::fence();
+  detail::fence_all();
   return adopt_like(a, std::move(shards));
 }
 }  // namespace detail
@@ -82,12 +85,13 @@ DistributedArray<detail::map_result_t<F, GlobalIndex<N>, T>, N, M> map_indexed(c
     U* out = shards[k].data.data();
     const auto g = detail::block_geometry<N>(shards[k].index);
     const auto n = static_cast<int64_t>(shards[k].data.size());
+    static const std::string kernel_name = "darray::map_indexed";  // kokkos_compat.hpp: built once
     if (n > 0)
       Kokkos::parallel_for(
-          "darray::map_indexed", detail::FlatPolicy<Exec>(0, n),
+          kernel_name, detail::FlatPolicy<Exec>(0, n),
           KOKKOS_LAMBDA(const int64_t i) { out[i] = f(g.global_index(i), in[i]); });
   }
-  Kokkos::fence();
+  detail::fence_all();
   return detail::adopt_like(a, std::move(shards));
 }
 
@@ -99,11 +103,12 @@ void for_each(const DistributedArray<T, N, M>& a, F f) {
     using Exec = typename Shard<T, N, M>::view_type::execution_space;
     T* data = s.data.data();
     const auto n = static_cast<int64_t>(s.data.size());
+    static const std::string kernel_name = "darray::for_each";  // kokkos_compat.hpp: built once
     if (n > 0)
       Kokkos::parallel_for(
-          "darray::for_each", detail::FlatPolicy<Exec>(0, n), KOKKOS_LAMBDA(const int64_t i) { f(data[i]); });
+          kernel_name, detail::FlatPolicy<Exec>(0, n), KOKKOS_LAMBDA(const int64_t i) { f(data[i]); });
   }
-  Kokkos::fence();
+  detail::fence_all();
 }
 
 // f(index, x) on every element in place, with its global index as in map_indexed.
@@ -114,12 +119,13 @@ void for_each_indexed(const DistributedArray<T, N, M>& a, F f) {
     T* data = s.data.data();
     const auto g = detail::block_geometry<N>(s.index);
     const auto n = static_cast<int64_t>(s.data.size());
+    static const std::string kernel_name = "darray::for_each_indexed";  // kokkos_compat.hpp: built once
     if (n > 0)
       Kokkos::parallel_for(
-          "darray::for_each_indexed", detail::FlatPolicy<Exec>(0, n),
+          kernel_name, detail::FlatPolicy<Exec>(0, n),
           KOKKOS_LAMBDA(const int64_t i) { f(g.global_index(i), data[i]); });
   }
-  Kokkos::fence();
+  detail::fence_all();
 }
 
 // Arithmetic as jax.numpy's, element by element, on arrays of one element type (convert with astype first).

@@ -76,8 +76,9 @@ std::vector<T> gather_printed(const DistributedArray<T, N, M>& a, const std::vec
     Kokkos::deep_copy(
         where, Kokkos::View<const int64_t*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(local.data(), local.size()));
     const T* src = shard.data.data();
+    static const std::string kernel_name = "darray::print_pick";  // kokkos_compat.hpp: built once
     Kokkos::parallel_for(
-        "darray::print_pick", FlatPolicy<Exec>(0, n), KOKKOS_LAMBDA(const int64_t i) { picked(i) = src[where(i)]; });
+        kernel_name, FlatPolicy<Exec>(0, n), KOKKOS_LAMBDA(const int64_t i) { picked(i) = src[where(i)]; });
     auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), picked);
     positions.insert(positions.end(), pos.begin(), pos.end());
     values.insert(values.end(), host.data(), host.data() + n);

@@ -18,6 +18,7 @@
 #include "darray/comm/world_transport.hpp"
 #include "darray/redistribute/detail/reshard_moves.hpp"
 #include "darray/redistribute/plan.hpp"
+#include "darray/runtime/detail/kokkos_compat.hpp"
 #include "darray/runtime/detail/plan_cache.hpp"
 #include "darray/runtime/environment.hpp"
 
@@ -54,11 +55,14 @@ std::vector<Shard<T, N, M>> allocate_shards(const NamedSharding& sharding, const
 // Runs the plan's engine from the shards of `in` into `out` (both in local-device order of the mesh).
 template <class T, int N, class M>
 void run_reshard_engine(const ReshardPlan& plan, const DistributedArray<T, N, M>& in,
-                        std::vector<Shard<T, N, M>>& out) {
+                        const std::vector<Shard<T, N, M>>& out) {
   const ReshardEngine& e = reshard_engine(plan);
   const auto& shards = in.addressable_shards();
-  std::vector<const T*> src(e.device_ids.size(), nullptr);
-  std::vector<T*> dst(e.device_ids.size(), nullptr);
+  // Reused between calls (runs do not nest): a kept-output reshard allocates nothing once its plan is cached.
+  static thread_local std::vector<const T*> src;
+  static thread_local std::vector<T*> dst;
+  src.assign(e.device_ids.size(), nullptr);
+  dst.assign(e.device_ids.size(), nullptr);
   for (std::size_t k = 0; k < e.device_ids.size(); ++k) {
     for (const auto& s : shards)
       if (s.device.id == e.device_ids[k]) src[k] = s.data.data();
@@ -67,7 +71,7 @@ void run_reshard_engine(const ReshardPlan& plan, const DistributedArray<T, N, M>
     DARRAY_THROW_IF(src[k] == nullptr && in.size() > 0, InvalidArgument, "reshard",
                     "the array has no shard for device " << e.device_ids[k] << " of its mesh");
   }
-  if (!host_accessible_v<M>) Kokkos::fence();  // kernels that wrote the input may still run
+  if (!host_accessible_v<M>) detail::fence_all();  // kernels that wrote the input may still run
   e.engine.run<T, M>(src, dst);
 }
 
@@ -108,7 +112,8 @@ void check_reshard_consistent(const NamedSharding& src, const NamedSharding& dst
 }
 
 template <class T, int N, class M>
-void execute_into(const ReshardPlan& plan, const DistributedArray<T, N, M>& in, std::vector<Shard<T, N, M>>& out) {
+void execute_into(const ReshardPlan& plan, const DistributedArray<T, N, M>& in,
+                  const std::vector<Shard<T, N, M>>& out) {
   check_plan_input(plan, in);
   run_reshard_engine(plan, in, out);
 }
@@ -134,8 +139,7 @@ void execute(const ReshardPlan& plan, const DistributedArray<T, N, M>& in, Distr
                                            << "; expected shape " << shape_to_string(plan.shape()) << " sharded as "
                                            << plan.dst());
   detail::check_reshard_consistent<T>(in.sharding(), plan.dst(), in.shape());
-  auto shards = out.addressable_shards();  // views share their data: writing them writes `out`
-  detail::execute_into(plan, in, shards);
+  detail::execute_into(plan, in, out.addressable_shards());  // views share their data: writing them writes `out`
 }
 
 // The cached plan for moving arrays of `shape` and element type T from src to dst on this process.

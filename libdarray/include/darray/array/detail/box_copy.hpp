@@ -14,6 +14,7 @@
 #include "darray/array/detail/stream_copy.hpp"
 #include "darray/array/detail/strided_copy.hpp"
 #include "darray/core/index.hpp"
+#include "darray/runtime/detail/kokkos_compat.hpp"
 
 namespace darray {
 namespace detail {
@@ -31,7 +32,7 @@ void copy_box(const T* src, const Index& src_box, T* dst, const Index& dst_box, 
 // The same in any memory space: at once on the host, by a kernel on `space` elsewhere (not fenced).
 template <class T, class MemorySpace, class ExecSpace = Kokkos::DefaultExecutionSpace>
 void copy_box_any(const T* src, const Index& src_box, T* dst, const Index& dst_box, const Index& region,
-                  const ExecSpace& space = ExecSpace()) {
+                  const ExecSpace& space = default_instance<ExecSpace>()) {
   if (volume(region) == 0) return;
   strided_copy<T, MemorySpace>(space, src, dst, box_copy_geometry(src_box, dst_box, region));
 }

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <type_traits>
 #include <utility>
 
@@ -227,34 +228,40 @@ inline void strided_copy_host(const T* src, T* dst, const CopyGeometry& g, bool 
   strided_copy_host_rows<T, Op>(src, dst, g, streaming);
 }
 
-// Device copy of a simplified geometry: one work item per element, the destination's innermost dim fastest
-// (coalesced writes); 32-bit index arithmetic when the region allows it. Not fenced.
+// One work item of a device copy: element i of the region, the destination's innermost dim fastest (coalesced
+// writes). A functor, not a KOKKOS_LAMBDA: under nvcc an extended __host__ __device__ lambda is a type-erased wrapper
+// that allocates on the host heap when made and when Kokkos copies it (runtime/detail/kokkos_compat.hpp).
+template <class I, CopyOp Op, class T>
+struct StridedCopyItem {
+  const T* src;  // src + g.src_offset
+  T* dst;        // dst + g.dst_offset
+  CopyGeometry g;
+  KOKKOS_INLINE_FUNCTION void operator()(const I i) const {
+    I rest = i;
+    int64_t s = 0, t = 0;
+    for (int d = g.rank - 1; d > 0; --d) {
+      const I e = static_cast<I>(g.extent[d]);
+      const I c = rest % e;
+      rest /= e;
+      s += static_cast<int64_t>(c) * g.src_stride[d];
+      t += static_cast<int64_t>(c) * g.dst_stride[d];
+    }
+    s += static_cast<int64_t>(rest) * g.src_stride[0];
+    t += static_cast<int64_t>(rest) * g.dst_stride[0];
+    if constexpr (Op == CopyOp::add)
+      dst[t] += src[s];
+    else
+      dst[t] = src[s];
+  }
+};
+
+// Device copy of a simplified geometry, one work item per element; 32-bit index arithmetic when the region allows
+// it (the caller picks I). Not fenced.
 template <class I, CopyOp Op, class T, class ExecSpace>
 void strided_copy_kernel_impl(const ExecSpace& space, const T* src, T* dst, const CopyGeometry& g, int64_t n) {
-  const T* s0 = src + g.src_offset;
-  T* t0 = dst + g.dst_offset;
-  Kokkos::parallel_for(
-      "darray::strided_copy", Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<I>>(space, 0, static_cast<I>(n)),
-      KOKKOS_LAMBDA(const I i) {
-        I rest = i;
-        int64_t s = 0, t = 0;
-        for (int d = g.rank - 1; d > 0; --d) {
-          const I e = static_cast<I>(g.extent[d]);
-          const I c = rest % e;
-          rest /= e;
-          s += static_cast<int64_t>(c) * g.src_stride[d];
-          t += static_cast<int64_t>(c) * g.dst_stride[d];
-        }
-        s += static_cast<int64_t>(rest) * g.src_stride[0];
-        t += static_cast<int64_t>(rest) * g.dst_stride[0];
-        // Captured variables are first used outside the constexpr-if (nvcc refuses a first capture inside one).
-        T& target = t0[t];
-        const T value = s0[s];
-        if constexpr (Op == CopyOp::add)
-          target += value;
-        else
-          target = value;
-      });
+  static const std::string kernel_name = "darray::strided_copy";  // kokkos_compat.hpp: built once
+  Kokkos::parallel_for(kernel_name, Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<I>>(space, 0, static_cast<I>(n)),
+                       StridedCopyItem<I, Op, T>{src + g.src_offset, dst + g.dst_offset, g});
 }
 
 // The unit a device copy moves per work item when its elements are narrower: 16 bytes, one vector load and store.

@@ -16,6 +16,7 @@
 #include "darray/comm/detail/cuda_aware.hpp"
 #include "darray/core/error.hpp"
 #include "darray/core/index.hpp"
+#include "darray/runtime/detail/kokkos_compat.hpp"
 
 namespace darray {
 namespace detail {
@@ -242,6 +243,16 @@ void copy_host_to_view(const typename View::non_const_value_type* src, const Vie
   if (dst.size() == 0) return;
   using T = typename View::non_const_value_type;
   Kokkos::deep_copy(dst, host_view_like<const T, N>(src, dst));
+}
+
+// dst <- src, contiguous views of one extent in any two memory spaces, copied on `space` and fenced: the per-call
+// host copies of the device path. Kokkos::deep_copy without a space fences under names it builds on the heap
+// (Kokkos 4: runtime/detail/kokkos_compat.hpp); the space form of a contiguous copy is one asynchronous copy.
+template <class Exec, class Dst, class Src>
+void copy_contiguous(const Exec& space, const Dst& dst, const Src& src) {
+  if (dst.size() == 0) return;
+  Kokkos::deep_copy(space, dst, src);
+  fence(space);
 }
 
 // The row-major block at dst <- src (contiguous, LayoutRight).

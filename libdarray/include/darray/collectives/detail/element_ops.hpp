@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -157,23 +158,59 @@ KOKKOS_INLINE_FUNCTION F from_order_key(order_key_t<F> k) {
   return v;
 }
 
+// The kernels below are functors, not KOKKOS_LAMBDAs: under nvcc a KOKKOS_LAMBDA is an extended __host__ __device__
+// lambda, a type-erased wrapper that allocates on the host heap when it is made and again each time Kokkos copies it
+// (three allocations per launch, measured on an H200), and these kernels run on every collective call.
+
+// data[i] in place: values to keys (to_keys) or keys back to values.
+template <class F>
+struct OrderKeysItem {
+  F* data;
+  bool to_keys, nan_high;
+  KOKKOS_INLINE_FUNCTION void operator()(const int64_t i) const {
+    using K = order_key_t<F>;
+    K* keys = reinterpret_cast<K*>(data);
+    if (to_keys) {
+      const K k = order_key<F>(data[i], nan_high);
+      keys[i] = k;
+    } else {
+      const F v = from_order_key<F>(keys[i]);
+      data[i] = v;
+    }
+  }
+};
+
+template <class T>
+struct FillItem {
+  T* dst;
+  T value;
+  KOKKOS_INLINE_FUNCTION void operator()(const int64_t i) const { dst[i] = value; }
+};
+
+template <class T>
+struct CopyItem {
+  T* dst;
+  const T* src;
+  KOKKOS_INLINE_FUNCTION void operator()(const int64_t i) const { dst[i] = src[i]; }
+};
+
+// dst[i] = op(dst[i], src[i]).
+template <ReduceOp Op, class T>
+struct CombineItem {
+  T* dst;
+  const T* src;
+  KOKKOS_INLINE_FUNCTION void operator()(const int64_t i) const { dst[i] = combine_one<Op>(dst[i], src[i]); }
+};
+
+template <class Exec>
+using ElementPolicy = Kokkos::RangePolicy<Exec, Kokkos::IndexType<int64_t>>;
+
 // data[0..n) in place: values to keys (to_keys) or keys back to values. Not fenced.
 template <class F, class Exec>
 void order_keys_in_place(const Exec& space, F* data, int64_t n, bool to_keys, bool nan_high) {
   if (n == 0) return;
-  using K = order_key_t<F>;
-  Kokkos::parallel_for(
-      "darray::order_keys", Kokkos::RangePolicy<Exec, Kokkos::IndexType<int64_t>>(space, 0, n),
-      KOKKOS_LAMBDA(const int64_t i) {
-        K* keys = reinterpret_cast<K*>(data);
-        if (to_keys) {
-          const K k = order_key<F>(data[i], nan_high);
-          keys[i] = k;
-        } else {
-          const F v = from_order_key<F>(keys[i]);
-          data[i] = v;
-        }
-      });
+  static const std::string kernel_name = "darray::order_keys";  // kokkos_compat.hpp: built once
+  Kokkos::parallel_for(kernel_name, ElementPolicy<Exec>(space, 0, n), OrderKeysItem<F>{data, to_keys, nan_high});
 }
 
 template <class T, class Exec>
@@ -183,9 +220,8 @@ void fill_kernel(const Exec& space, T* dst, int64_t n, T value) {
     for (int64_t i = 0; i < n; ++i) dst[i] = value;
     return;
   }
-  Kokkos::parallel_for(
-      "darray::collective_fill", Kokkos::RangePolicy<Exec, Kokkos::IndexType<int64_t>>(space, 0, n),
-      KOKKOS_LAMBDA(const int64_t i) { dst[i] = value; });
+  static const std::string kernel_name = "darray::collective_fill";  // kokkos_compat.hpp: built once
+  Kokkos::parallel_for(kernel_name, ElementPolicy<Exec>(space, 0, n), FillItem<T>{dst, value});
 }
 
 template <class T, class Exec>
@@ -195,44 +231,33 @@ void copy_kernel(const Exec& space, T* dst, const T* src, int64_t n) {
     std::memcpy(static_cast<void*>(dst), static_cast<const void*>(src), static_cast<std::size_t>(n) * sizeof(T));
     return;
   }
-  Kokkos::parallel_for(
-      "darray::collective_copy", Kokkos::RangePolicy<Exec, Kokkos::IndexType<int64_t>>(space, 0, n),
-      KOKKOS_LAMBDA(const int64_t i) { dst[i] = src[i]; });
+  static const std::string kernel_name = "darray::collective_copy";  // kokkos_compat.hpp: built once
+  Kokkos::parallel_for(kernel_name, ElementPolicy<Exec>(space, 0, n), CopyItem<T>{dst, src});
+}
+
+template <ReduceOp Op, class T, class Exec>
+void combine_kernel_as(const Exec& space, T* dst, const T* src, int64_t n) {
+  if (loop_inline<T, Exec>(n)) {
+    for (int64_t i = 0; i < n; ++i) dst[i] = combine_one<Op>(dst[i], src[i]);
+    return;
+  }
+  static const std::string kernel_name = std::string("darray::") + to_string(Op) + "_combine";  // built once
+  Kokkos::parallel_for(kernel_name, ElementPolicy<Exec>(space, 0, n), CombineItem<Op, T>{dst, src});
 }
 
 // dst[i] = op(dst[i], src[i]). Not fenced.
 template <class T, class Exec>
 void combine_kernel(const Exec& space, ReduceOp op, T* dst, const T* src, int64_t n) {
   if (n == 0) return;
-  const bool inline_loop = loop_inline<T, Exec>(n);
-  using Policy = Kokkos::RangePolicy<Exec, Kokkos::IndexType<int64_t>>;
   if (op == ReduceOp::sum) {
-    if (inline_loop) {
-      for (int64_t i = 0; i < n; ++i) dst[i] += src[i];
-      return;
-    }
-    Kokkos::parallel_for(
-        "darray::psum_combine", Policy(space, 0, n), KOKKOS_LAMBDA(const int64_t i) { dst[i] += src[i]; });
+    combine_kernel_as<ReduceOp::sum>(space, dst, src, n);
     return;
   }
   if constexpr (!is_kokkos_complex<T>::value) {
-    if (op == ReduceOp::max) {
-      if (inline_loop) {
-        for (int64_t i = 0; i < n; ++i) dst[i] = combine_max(dst[i], src[i]);
-        return;
-      }
-      Kokkos::parallel_for(
-          "darray::pmax_combine", Policy(space, 0, n),
-          KOKKOS_LAMBDA(const int64_t i) { dst[i] = combine_max(dst[i], src[i]); });
-    } else {
-      if (inline_loop) {
-        for (int64_t i = 0; i < n; ++i) dst[i] = combine_min(dst[i], src[i]);
-        return;
-      }
-      Kokkos::parallel_for(
-          "darray::pmin_combine", Policy(space, 0, n),
-          KOKKOS_LAMBDA(const int64_t i) { dst[i] = combine_min(dst[i], src[i]); });
-    }
+    if (op == ReduceOp::max)
+      combine_kernel_as<ReduceOp::max>(space, dst, src, n);
+    else
+      combine_kernel_as<ReduceOp::min>(space, dst, src, n);
   }
 }
 

@@ -30,6 +30,7 @@
 #include "darray/comm/limits.hpp"
 #include "darray/comm/mpi_transport.hpp"
 #include "darray/redistribute/detail/engine.hpp"
+#include "darray/runtime/detail/kokkos_compat.hpp"
 
 namespace darray {
 namespace detail {
@@ -60,10 +61,12 @@ void on_host(Kokkos::View<T*, M> data, bool copy_back, Step&& step) {
   if (direct_host_access<M>()) {
     step(data.data());
   } else {
-    auto host = host_copy_target(data, "darray::collective host copy");
-    Kokkos::deep_copy(host, data);
+    static const std::string label = "darray::collective host copy";  // built once: this runs on every call
+    auto host = host_copy_target(data, label);
+    const auto& space = default_instance<typename M::execution_space>();
+    copy_contiguous(space, host, data);
     step(host.data());
-    if (copy_back) Kokkos::deep_copy(data, host);
+    if (copy_back) copy_contiguous(space, data, host);
   }
 }
 
@@ -203,7 +206,7 @@ bool reduce_in_result_blocks(const Exec& space, const CollectivePlan& plan, cons
       continue;
     }
     combine_slot(space, slot, operand, op, dst);
-    space.fence();
+    detail::fence(space);
     if (across) reduce_across<T>(comm, nullptr, dst, op, plan);
   }
   for (const Copy& c : plan.copies) {
@@ -224,7 +227,7 @@ Kokkos::View<T*, M> reduce_slots(const Exec& space, const CollectivePlan& plan, 
   static const std::string label = "darray::slots";  // short: held without a heap allocation, as is its record's copy
   const auto slots = cached_view<Kokkos::View<T*, M>>(label, static_cast<std::size_t>(plan.slot_elements));
   for (const Slot& slot : plan.slots) combine_slot(space, slot, operand, op, slots.data() + slot.offset);
-  space.fence();  // MPI and NCCL read what the kernels wrote
+  detail::fence(space);  // MPI and NCCL read what the kernels wrote
   if (plan.colors.empty()) return slots;
   Transport& t = reduce_group_transport<T, M>(plan);
 #if defined(DARRAY_HAS_NCCL)
@@ -320,12 +323,18 @@ void execute_plan_into(const char* api, const CollectivePlan& plan, const Distri
                        ReduceOp op, const std::vector<Shard<T, R, M>>& out, bool fresh) {
   (void)api;
   using Exec = typename M::execution_space;
-  const Exec space;
-  Kokkos::fence();  // kernels that wrote the operand may still run
+  const Exec& space = default_instance<Exec>();
+  detail::fence_all();  // kernels that wrote the operand may still run
   const std::vector<const T*>& operand = operand_blocks(plan, a);
-  if (!fresh)
+  if (!fresh) {  // fill_kernel, not Kokkos::deep_copy: Kokkos 4's fences there build their names on the heap
+    bool filled = false;
     for (std::size_t t = 0; t < plan.targets.size(); ++t)
-      if (plan.targets[t].zero_fill) Kokkos::deep_copy(space, out[t].data, T{});
+      if (plan.targets[t].zero_fill) {
+        fill_kernel(space, out[t].data.data(), static_cast<int64_t>(out[t].data.size()), T{});
+        filled = true;
+      }
+    if (filled) detail::fence(space);  // MPI may write the blocks next
+  }
 
   if (reduction) {
     if (reduce_in_result_blocks<T, R, M>(space, plan, operand, op, out, fresh)) return;
@@ -336,7 +345,7 @@ void execute_plan_into(const char* api, const CollectivePlan& plan, const Distri
       copy_region<T, M>(space, src, c.src_shape, c.src_start, dst.data.data(), plan.targets[c.target].out_shape,
                         c.dst_start, c.extent);
     }
-    space.fence();
+    detail::fence(space);
     return;
   }
   const MoveEngine& engine = collective_engine(plan, sizeof(T));
@@ -350,6 +359,7 @@ void execute_plan_into(const char* api, const CollectivePlan& plan, const Distri
 template <int R, class T, int N, class M>
 DistributedArray<T, R, M> execute_plan(const char* api, const CollectivePlan& plan, const DistributedArray<T, N, M>& a,
                                        bool reduction, ReduceOp op) {
+  using Exec = typename M::execution_space;
   static thread_local std::string label;  // reused: no allocation per call once warm
   label.assign("darray::").append(api);
   std::vector<Shard<T, R, M>> out(plan.targets.size());
@@ -362,7 +372,7 @@ DistributedArray<T, R, M> execute_plan(const char* api, const CollectivePlan& pl
         s.index = t.out_index;
         s.replica_id = t.replica_id;
         s.data = std::move(v);
-        if (t.zero_fill) Kokkos::deep_copy(s.data, T());
+        if (t.zero_fill) fill_kernel(default_instance<Exec>(), s.data.data(), static_cast<int64_t>(s.data.size()), T{});
       });
   execute_plan_into<R>(api, plan, a, reduction, op, out, /*fresh=*/true);
   return detail::adopt_shards<T, R, M>(plan.out_shape, plan.out_sharding, std::move(out));

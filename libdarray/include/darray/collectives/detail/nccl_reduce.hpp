@@ -17,6 +17,7 @@
 #include "darray/comm/detail/nccl.hpp"
 #include "darray/comm/limits.hpp"
 #include "darray/comm/nccl_transport.hpp"
+#include "darray/runtime/detail/kokkos_compat.hpp"
 #endif
 
 namespace darray {
@@ -71,7 +72,7 @@ void nccl_allreduce(const Exec& space, NcclTransport& t, T* data, int64_t count,
   if constexpr (std::is_floating_point<T>::value) {
     if (keys) {
       order_keys_in_place(space, data, count, /*to_keys=*/true, /*nan_high=*/op == ReduceOp::max);
-      space.fence();
+      detail::fence(space);
       type = sizeof(T) == 4 ? ncclUint32 : ncclUint64;
     }
   }
@@ -82,7 +83,7 @@ void nccl_allreduce(const Exec& space, NcclTransport& t, T* data, int64_t count,
   if constexpr (std::is_floating_point<T>::value) {
     if (keys) {
       order_keys_in_place(space, data, count, /*to_keys=*/false, op == ReduceOp::max);
-      space.fence();
+      detail::fence(space);
     }
   }
 }

@@ -28,26 +28,42 @@ inline void validate_side(const std::vector<PeerBytes>& list, const char* side, 
   }
 }
 
-// Indices of the entries addressed to `rank` itself, in plan order.
-inline std::vector<std::size_t> self_entries(const std::vector<PeerBytes>& list, int rank) {
-  std::vector<std::size_t> out;
-  for (std::size_t i = 0; i < list.size(); ++i)
-    if (list[i].peer == rank) out.push_back(i);
-  return out;
+// Entries of `list` addressed to `rank` itself.
+inline std::size_t self_count(const std::vector<PeerBytes>& list, int rank) {
+  std::size_t n = 0;
+  for (const PeerBytes& e : list) n += e.peer == rank ? 1 : 0;
+  return n;
+}
+
+// Calls f(send_index, recv_index) for each self message: the k-th send addressed to `rank` with the k-th receive,
+// in plan order, for as many pairs as both sides have (validate_plan checks that the counts match). Allocates
+// nothing: exchanges run it on every call.
+template <class F>
+void for_each_self_pair(const ExchangePlan& plan, int rank, F&& f) {
+  std::size_t s = 0, r = 0;
+  while (true) {
+    while (s < plan.sends.size() && plan.sends[s].peer != rank) ++s;
+    while (r < plan.recvs.size() && plan.recvs[r].peer != rank) ++r;
+    if (s == plan.sends.size() || r == plan.recvs.size()) return;
+    f(s++, r++);
+  }
 }
 
 inline void validate_plan(const ExchangePlan& plan, int rank, int size) {
   validate_side(plan.sends, "sends", size);
   validate_side(plan.recvs, "recvs", size);
-  const auto s = self_entries(plan.sends, rank), r = self_entries(plan.recvs, rank);
-  DARRAY_THROW_IF(s.size() != r.size(), InvalidArgument, "exchange",
-                  "process " << rank << " sends " << s.size() << " message(s) to itself but receives " << r.size()
+  const std::size_t s = self_count(plan.sends, rank), r = self_count(plan.recvs, rank);
+  DARRAY_THROW_IF(s != r, InvalidArgument, "exchange",
+                  "process " << rank << " sends " << s << " message(s) to itself but receives " << r
                              << "; self messages pair up in order");
-  for (std::size_t k = 0; k < s.size(); ++k)
-    DARRAY_THROW_IF(plan.sends[s[k]].bytes != plan.recvs[r[k]].bytes, InvalidArgument, "exchange",
-                    "self message " << k << " of process " << rank << " sends " << plan.sends[s[k]].bytes
-                                    << " bytes (plan.sends[" << s[k] << "]) but receives " << plan.recvs[r[k]].bytes
-                                    << " (plan.recvs[" << r[k] << "])");
+  std::size_t k = 0;
+  for_each_self_pair(plan, rank, [&](std::size_t si, std::size_t ri) {
+    DARRAY_THROW_IF(plan.sends[si].bytes != plan.recvs[ri].bytes, InvalidArgument, "exchange",
+                    "self message " << k << " of process " << rank << " sends " << plan.sends[si].bytes
+                                    << " bytes (plan.sends[" << si << "]) but receives " << plan.recvs[ri].bytes
+                                    << " (plan.recvs[" << ri << "])");
+    ++k;
+  });
 }
 
 // Distinct remote peers that exchange at least one byte with this process, in either direction.

@@ -46,18 +46,28 @@ DistributedArray<T, 3, M> allocate(const NamedSharding& sharding, const Shape& s
   return darray::detail::adopt_shards<T, 3, M>(shape, sharding, std::move(shards));
 }
 
+// p[i] *= factor. A functor, not a KOKKOS_LAMBDA (nvcc's extended lambdas allocate on the host heap per launch:
+// runtime/detail/kokkos_compat.hpp).
+template <class T, class R>
+struct ScaleItem {
+  T* p;
+  R factor;
+  KOKKOS_INLINE_FUNCTION void operator()(const int64_t i) const { p[i] *= factor; }
+};
+
 // a *= factor on every shard, in the memory space's execution space (a kernel on GPUs).
 template <class T, class R, class M>
 void scale(const DistributedArray<T, 3, M>& a, R factor) {
   if (factor == R(1)) return;
   using Exec = typename M::execution_space;
+  const Exec& space = darray::detail::default_instance<Exec>();
   for (const auto& s : a.addressable_shards()) {
     T* p = s.data.data();
-    Kokkos::parallel_for(
-        "darray::fft::scale", Kokkos::RangePolicy<Exec, Kokkos::IndexType<int64_t>>(0, volume(s.index)),
-        KOKKOS_LAMBDA(const int64_t i) { p[i] *= factor; });
+    static const std::string kernel_name = "darray::fft::scale";  // kokkos_compat.hpp: built once
+    Kokkos::parallel_for(kernel_name, Kokkos::RangePolicy<Exec, Kokkos::IndexType<int64_t>>(space, 0, volume(s.index)),
+                         ScaleItem<T, R>{p, factor});
   }
-  Exec().fence();
+  darray::detail::fence(space);
 }
 
 template <class T, class M>
@@ -351,12 +361,12 @@ class PlanCore {
 
   // The local FFTs of stage s on every local device's block, in the stage's axis order.
   void fft(std::size_t s, Kind kind, bool forward, const std::vector<void*>& in, const std::vector<void*>& out) const {
-    using Exec = typename M::execution_space;
+    const auto& space = darray::detail::default_instance<typename M::execution_space>();
     const Method method = m_strategy[s][forward ? 0 : 1].method;
-    Exec().fence();  // FFTW reads on the host what kernels may still be writing
+    darray::detail::fence(space);  // FFTW reads on the host what kernels may still be writing
     for (std::size_t i = 0; i < in.size(); ++i)
       m_local.execute(problem(s, kind, forward, i, in[i] == out[i]), method, in[i], out[i]);
-    Exec().fence();  // cuFFT runs asynchronously; MPI reads the result next
+    darray::detail::fence(space);  // cuFFT runs asynchronously; MPI reads the result next
   }
 
   // Copies every local block of `from` into `to` (the blocks of stage s's complex array), then the FFTs in place.

@@ -18,6 +18,7 @@
 #include "darray/redistribute/detail/reshard_moves.hpp"
 #include "darray/redistribute/plan.hpp"
 #include "darray/redistribute/reshard.hpp"
+#include "darray/runtime/detail/kokkos_compat.hpp"
 #include "darray/runtime/environment.hpp"
 
 namespace darray {
@@ -111,11 +112,12 @@ class Transpose {
 // A local copy between two layouts of the same sharding (no communication): each device's block, reordered.
 template <class T, class M>
 void reorder(const std::vector<Index>& boxes, const Blocks<T>& src, const Blocks<T>& dst) {
+  const auto& space = darray::detail::default_instance<typename M::execution_space>();
   for (std::size_t i = 0; i < boxes.size(); ++i) {
     const darray::detail::CopyGeometry g = copy_geometry(boxes[i], src.order, boxes[i], dst.order, boxes[i]);
-    darray::detail::strided_copy<T, M>(typename M::execution_space(), src.ptrs[i], dst.ptrs[i], g);
+    darray::detail::strided_copy<T, M>(space, src.ptrs[i], dst.ptrs[i], g);
   }
-  typename M::execution_space().fence();
+  darray::detail::fence(space);
 }
 
 }  // namespace detail

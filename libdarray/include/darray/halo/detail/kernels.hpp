@@ -4,6 +4,7 @@
 
 #include <Kokkos_Core.hpp>
 #include <cstdint>
+#include <string>
 #include <utility>
 
 #include "darray/array/detail/host_loop.hpp"
@@ -12,6 +13,23 @@
 
 namespace darray {
 namespace detail {
+
+// One cell of a region (the destination side of a geometry) set to value. A functor, not a KOKKOS_LAMBDA (nvcc's
+// extended lambdas allocate on the host heap per launch: runtime/detail/kokkos_compat.hpp).
+template <class T>
+struct FillRegionItem {
+  T* data;
+  CopyGeometry g;
+  T value;
+  KOKKOS_INLINE_FUNCTION void operator()(const int64_t i) const {
+    int64_t rest = i, t = g.dst_offset;
+    for (int d = g.rank - 1; d >= 0; --d) {
+      t += (rest % g.extent[d]) * g.dst_stride[d];
+      rest /= g.extent[d];
+    }
+    data[t] = value;
+  }
+};
 
 // The cells of `g` (its destination side: dst_offset, dst_stride, extent) in `data` set to value: a loop here on host
 // spaces where loop_inline says so, a kernel where the memory is otherwise. Not fenced.
@@ -36,16 +54,9 @@ void fill_region(const ExecSpace& space, T* data, const CopyGeometry& g, const T
       }
     }
   }
-  Kokkos::parallel_for(
-      "darray::halo::fill", Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<int64_t>>(space, 0, n),
-      KOKKOS_LAMBDA(const int64_t i) {
-        int64_t rest = i, t = g.dst_offset;
-        for (int d = g.rank - 1; d >= 0; --d) {
-          t += (rest % g.extent[d]) * g.dst_stride[d];
-          rest /= g.extent[d];
-        }
-        data[t] = value;
-      });
+  static const std::string kernel_name = "darray::halo::fill";  // kokkos_compat.hpp: built once
+  Kokkos::parallel_for(kernel_name, Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<int64_t>>(space, 0, n),
+                       FillRegionItem<T>{data, g, value});
 }
 
 template <class View, std::size_t... I>

@@ -88,8 +88,9 @@ template <ArrayOp op, class Acc, class Exec, class Load>
 Acc reduce_range(int64_t n, const Load& load) {
   Acc result = identity<op, Acc>();
   if (n == 0) return result;
+  static const std::string kernel_name = "darray::reduce";  // kokkos_compat.hpp: built once
   Kokkos::parallel_reduce(
-      "darray::reduce", FlatPolicy<Exec>(0, n), KOKKOS_LAMBDA(const int64_t i, Acc& acc) { combine<op>(acc, load(i)); },
+      kernel_name, FlatPolicy<Exec>(0, n), KOKKOS_LAMBDA(const int64_t i, Acc& acc) { combine<op>(acc, load(i)); },
       Reducer<op, Acc>(result, identity<op, Acc>()));
   return result;
 }
@@ -168,8 +169,9 @@ void reduce_block_along(const T* in, Acc* out, int64_t outer, int64_t len, int64
   constexpr bool host = std::is_same<typename Exec::memory_space, Kokkos::HostSpace>::value;
   const int64_t tile = host ? 512 : 1;
   const int64_t tiles = (inner + tile - 1) / tile;
+  static const std::string kernel_name = "darray::reduce_along";  // kokkos_compat.hpp: built once
   Kokkos::parallel_for(
-      "darray::reduce_along", FlatPolicy<Exec>(0, outer * tiles), KOKKOS_LAMBDA(const int64_t w) {
+      kernel_name, FlatPolicy<Exec>(0, outer * tiles), KOKKOS_LAMBDA(const int64_t w) {
         const int64_t o = w / tiles, j0 = (w % tiles) * tile;
         const int64_t j1 = j0 + tile < inner ? j0 + tile : inner;
         Acc* dst = out + o * inner;

@@ -44,6 +44,7 @@
 #include "darray/core/error.hpp"
 #include "darray/core/index.hpp"
 #include "darray/redistribute/detail/messages.hpp"
+#include "darray/runtime/detail/kokkos_compat.hpp"
 #include "darray/runtime/detail/single_copy.hpp"
 #include "darray/runtime/environment.hpp"
 
@@ -181,19 +182,22 @@ struct EngineBuffers {
   typename Kokkos::View<T*, M>::HostMirror send_host, recv_host;
 
   void reserve(int64_t send_elements, int64_t recv_elements, bool mirrors) {
-    grow(send, send_host, send_elements, "darray::exchange send", mirrors);
-    grow(recv, recv_host, recv_elements, "darray::exchange recv", mirrors);
+    // Labels built once: buffers are reserved on every run, often from the cache (a literal would be a heap string).
+    static const std::string send_label = "darray::exchange send", recv_label = "darray::exchange recv";
+    grow(send, send_host, send_elements, send_label, mirrors);
+    grow(recv, recv_host, recv_elements, recv_label, mirrors);
   }
 
  private:
-  static void grow(Kokkos::View<T*, M>& v, typename Kokkos::View<T*, M>::HostMirror& host, int64_t n, const char* label,
-                   bool mirrors) {
+  static void grow(Kokkos::View<T*, M>& v, typename Kokkos::View<T*, M>::HostMirror& host, int64_t n,
+                   const std::string& label, bool mirrors) {
+    static const std::string host_label = "darray::exchange host copy";
     if (static_cast<std::size_t>(n) > v.extent(0)) {
       v = Kokkos::View<T*, M>();  // back to the cache before taking the larger one
       v = cached_view<Kokkos::View<T*, M>>(label, static_cast<std::size_t>(n));
       host = typename Kokkos::View<T*, M>::HostMirror();
     }
-    if (mirrors && host.extent(0) < v.extent(0)) host = host_copy_target(v, "darray::exchange host copy");
+    if (mirrors && host.extent(0) < v.extent(0)) host = host_copy_target(v, host_label);
   }
 };
 
@@ -494,6 +498,44 @@ class MoveEngine {
     return 1 + static_cast<int>(h % 32766u);
   }
 
+  // The staged path's transport: the backend's, or its mesh-axis group's, looked up on the first run of each
+  // Environment and kept (a lookup canonicalises the colors: O(processes), and allocates). Every process takes part
+  // in a run, peers or not, so the first lookup, which is collective, is made by all.
+  Transport* staged_transport(Backend backend) const {
+    if (m_transport == nullptr || m_transport_backend != backend ||
+        m_transport_generation != environment_generation()) {
+      Transport* t = &transport(backend);
+      if (!m_colors.empty()) t = &t->group(m_colors);
+      m_transport = t;
+      m_transport_backend = backend;
+      m_transport_generation = environment_generation();
+    }
+    return m_transport;
+  }
+
+  // The staged path's messages, one per peer, packed in peer order (ranks in the mesh-axis group where there is
+  // one), each tagged with the fingerprint of its pieces and the element type as on the host path. Built on the
+  // first run with an element type (the engine knows only its size) and kept.
+  const ExchangePlan& staged_plan(int dtype) const {
+    if (m_staged_dtype == dtype && m_staged_generation == environment_generation()) return m_staged;
+    const ProcessGroup* group = nullptr;
+    (void)comm_and_ranks(group);
+    auto rank_of = [&](int process) { return group != nullptr ? group->group_rank_of(process) : process; };
+    m_staged = ExchangePlan();
+    for (int side = 0; side < 2; ++side) {
+      std::size_t off = 0;
+      for (const PeerMoves& p : side == 0 ? m_list.sends : m_list.recvs) {
+        const std::size_t bytes = byte_count(p.elements, m_element_bytes, m_api);
+        (side == 0 ? m_staged.sends : m_staged.recvs)
+            .push_back(PeerBytes{rank_of(p.process), off, bytes, message_tag(peer_fingerprint(p), dtype)});
+        off += bytes;
+      }
+    }
+    m_staged_dtype = dtype;
+    m_staged_generation = environment_generation();
+    return m_staged;
+  }
+
   // The exchange's communicator: the world, or this process's mesh-axis group, looked up once per Environment (the
   // lookup canonicalises the colors, O(processes)). The first lookup is collective.
   MPI_Comm comm_and_ranks(const ProcessGroup*& group) const {
@@ -784,7 +826,7 @@ class MoveEngine {
   template <class T, class M, CopyOp Op>
   void run_staged(const std::vector<const T*>& src, const std::vector<T*>& dst, EngineBuffers<T, M>& buffers) const {
     using Exec = typename M::execution_space;
-    const Exec space;
+    const Exec& space = default_instance<Exec>();
     const bool nccl = !host_accessible_v<M> && backend() == Backend::nccl;
     const bool mirrors = !nccl && mpi_needs_host_copy<M>();
     buffers.reserve(m_send_elements, m_recv_elements, mirrors);
@@ -801,30 +843,11 @@ class MoveEngine {
     for (const BufferCopy& c : m_local_copies)
       strided_copy<T, M, Op>(space, src[static_cast<std::size_t>(c.src)], dst[static_cast<std::size_t>(c.dst)],
                              c.geometry);
-    space.fence();  // the transport reads what the kernels wrote
+    detail::fence(space);  // the transport reads what the kernels wrote
 
     {
-      // Every process takes part, peers or not: the first use of a transport or a group is collective.
-      Transport* t = &transport(nccl ? Backend::nccl : Backend::mpi);
-      if (!m_colors.empty()) t = &t->group(m_colors);
-      const ProcessGroup* group = m_colors.empty() ? nullptr : &process_group(m_colors);
-      auto rank_of = [&](int process) { return group != nullptr ? group->group_rank_of(process) : process; };
-      // Each peer's message is tagged with the fingerprint of its pieces and the element type, as on the host path.
-      ExchangePlan xplan;
-      std::size_t off = 0;
-      for (const PeerMoves& p : m_list.sends) {
-        const std::size_t bytes = byte_count(p.elements, sizeof(T), m_api);
-        xplan.sends.push_back(
-            PeerBytes{rank_of(p.process), off, bytes, message_tag(peer_fingerprint(p), dtype_code<T>())});
-        off += bytes;
-      }
-      off = 0;
-      for (const PeerMoves& p : m_list.recvs) {
-        const std::size_t bytes = byte_count(p.elements, sizeof(T), m_api);
-        xplan.recvs.push_back(
-            PeerBytes{rank_of(p.process), off, bytes, message_tag(peer_fingerprint(p), dtype_code<T>())});
-        off += bytes;
-      }
+      Transport* const t = staged_transport(nccl ? Backend::nccl : Backend::mpi);
+      const ExchangePlan& xplan = staged_plan(dtype_code<T>());
       ExchangeOptions options;
       options.method = ExchangeMethod::point_to_point;  // decided here, without a collective call
       options.tag = tag;
@@ -833,10 +856,10 @@ class MoveEngine {
       } else {
         const auto sent = std::make_pair(std::size_t(0), static_cast<std::size_t>(m_send_elements));
         const auto got = std::make_pair(std::size_t(0), static_cast<std::size_t>(m_recv_elements));
-        Kokkos::deep_copy(Kokkos::subview(buffers.send_host, sent), Kokkos::subview(buffers.send, sent));
+        copy_contiguous(space, Kokkos::subview(buffers.send_host, sent), Kokkos::subview(buffers.send, sent));
         t->exchange(xplan, reinterpret_cast<const std::byte*>(buffers.send_host.data()),
                     reinterpret_cast<std::byte*>(buffers.recv_host.data()), options);
-        Kokkos::deep_copy(Kokkos::subview(buffers.recv, got), Kokkos::subview(buffers.recv_host, got));
+        copy_contiguous(space, Kokkos::subview(buffers.recv, got), Kokkos::subview(buffers.recv_host, got));
       }
     }
     at = 0;
@@ -847,7 +870,7 @@ class MoveEngine {
                                  move_geometry(m, packed_region(m, at), d));
         at += m.elements();
       }
-    space.fence();
+    detail::fence(space);
   }
 
   MoveList m_list;
@@ -896,6 +919,12 @@ class MoveEngine {
   mutable std::vector<Control> m_controls;
   mutable const ProcessGroup* m_group = nullptr;  // see comm_and_ranks
   mutable unsigned long m_group_generation = 0;
+  mutable Transport* m_transport = nullptr;  // see staged_transport
+  mutable Backend m_transport_backend = Backend::mpi;
+  mutable unsigned long m_transport_generation = 0;
+  mutable ExchangePlan m_staged;  // see staged_plan
+  mutable int m_staged_dtype = -1;
+  mutable unsigned long m_staged_generation = 0;
 };
 
 }  // namespace detail

@@ -141,8 +141,9 @@ SortedRows<T, M> order_rows(const Kokkos::View<T**, Kokkos::LayoutRight, M>& row
     int64_t* const runs = out.runs.data();
     int64_t* const run_ends = out.run_ends.data();
     const int64_t capacity = out.run_capacity;
+    static const std::string kernel_name = "darray::migrate count";  // kokkos_compat.hpp: built once
     Kokkos::parallel_reduce(
-        "darray::migrate count", Policy(0, chunks),
+        kernel_name, Policy(0, chunks),
         [=](const int64_t c, int64_t& bad) {
           const int64_t begin = c * per_chunk, end = std::min(n, begin + per_chunk);
           int64_t* const ends = run_ends + c * capacity;
@@ -170,8 +171,9 @@ SortedRows<T, M> order_rows(const Kokkos::View<T**, Kokkos::LayoutRight, M>& row
         },
         Kokkos::Min<int64_t>(out.first_invalid));
   } else {
+    static const std::string kernel_name = "darray::migrate count";  // kokkos_compat.hpp: built once
     Kokkos::parallel_reduce(
-        "darray::migrate count", Policy(0, chunks),
+        kernel_name, Policy(0, chunks),
         KOKKOS_LAMBDA(const int64_t c, int64_t& bad) {
           const int64_t end = c * per_chunk + per_chunk < n ? c * per_chunk + per_chunk : n;
           for (int64_t i = c * per_chunk; i < end; ++i) {
@@ -187,17 +189,18 @@ SortedRows<T, M> order_rows(const Kokkos::View<T**, Kokkos::LayoutRight, M>& row
         Kokkos::Min<int64_t>(out.first_invalid));
   }
   if (out.first_invalid < n) return out;
+  static const std::string scan_name = "darray::migrate scan";  // kokkos_compat.hpp: built once
   Kokkos::parallel_scan(
-      "darray::migrate scan", Policy(0, devices * chunks),
-      KOKKOS_LAMBDA(const int64_t i, int64_t& sum, const bool final) {
+      scan_name, Policy(0, devices * chunks), KOKKOS_LAMBDA(const int64_t i, int64_t& sum, const bool final) {
         const int64_t count = slots(i);
         if (final) slots(i) = sum;
         sum += count;
       });
   // Each destination's first row: its first chunk's slot.
   auto starts = cached_view<Kokkos::View<int64_t*, M>>("darray::migrate starts", static_cast<std::size_t>(devices));
+  static const std::string starts_name = "darray::migrate starts";  // kokkos_compat.hpp: built once
   Kokkos::parallel_for(
-      "darray::migrate starts", Policy(0, devices), KOKKOS_LAMBDA(const int64_t k) { starts(k) = slots(k * chunks); });
+      starts_name, Policy(0, devices), KOKKOS_LAMBDA(const int64_t k) { starts(k) = slots(k * chunks); });
   out.slots = slots;
   out.chunks = chunks;
   out.per_chunk = per_chunk;
@@ -236,7 +239,8 @@ void scatter_rows(const Kokkos::View<T**, Kokkos::LayoutRight, M>& rows, const K
     const int64_t* const runs = order.runs.data();
     const int64_t* const run_ends = order.run_ends.data();
     const int64_t capacity = order.run_capacity;
-    Kokkos::parallel_for("darray::migrate scatter", policy, [=](const int64_t c) {
+    static const std::string kernel_name = "darray::migrate scatter";  // kokkos_compat.hpp: built once
+    Kokkos::parallel_for(kernel_name, policy, [=](const int64_t c) {
       const int64_t begin = c * per_chunk, end = std::min(n, begin + per_chunk);
       if (runs[c] == 0) {
         for (int64_t i = begin; i < end; ++i) {
@@ -264,8 +268,9 @@ void scatter_rows(const Kokkos::View<T**, Kokkos::LayoutRight, M>& rows, const K
       if (streaming) stream_fence();
     });
   } else {
+    static const std::string kernel_name = "darray::migrate scatter";  // kokkos_compat.hpp: built once
     Kokkos::parallel_for(
-        "darray::migrate scatter", policy, KOKKOS_LAMBDA(const int64_t c) {
+        kernel_name, policy, KOKKOS_LAMBDA(const int64_t c) {
           const int64_t end = c * per_chunk + per_chunk < n ? c * per_chunk + per_chunk : n;
           for (int64_t i = c * per_chunk; i < end; ++i) {
             const int k = table(dest(i));
@@ -305,7 +310,7 @@ std::vector<Kokkos::View<T**, Kokkos::LayoutRight, M>> migrate_rows(
   if (consistency_checks_enabled())  // DARRAY_CHECK=1: every process migrates alike, or who diverged
     check_consistent(world_comm(), "migrate row_width " + std::to_string(width) + " dtype " + dtype_name<T>() +
                                        " mesh of " + std::to_string(devices) + " devices");
-  Exec().fence();  // kernels may still be writing the rows or the destinations
+  detail::fence(default_instance<Exec>());  // kernels may still be writing the rows or the destinations
 
   // 1. Check the destinations and sort each device's rows by them; an error is kept, not thrown, until every
   //    process has heard of it.
@@ -499,7 +504,7 @@ std::vector<Kokkos::View<T**, Kokkos::LayoutRight, M>> migrate_rows(
     src[k] = sorted[k].rows.data();
     dst[k] = out[k].data();
   }
-  Exec().fence();
+  detail::fence(default_instance<Exec>());
   const MoveEngine engine(std::move(list), sizeof(T), "migrate");
   engine.run<T, M>(src, dst);
   return out;

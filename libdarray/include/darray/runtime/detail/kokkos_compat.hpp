@@ -41,10 +41,43 @@ inline bool kokkos_is_finalized() {
 #endif
 }
 
-// Fence before MPI or NCCL touch a buffer a kernel wrote (Kokkos 4 no longer syncs the default stream implicitly).
-template <class ExecSpace = Kokkos::DefaultExecutionSpace>
-inline void fence(const ExecSpace& space = ExecSpace()) {
+// What Kokkos costs per call on the host heap, and how libdarray avoids it on its per-call paths (a kept-output
+// collective allocates nothing once its plan is cached: test/collectives/test_allocations.cpp; on an H200 with
+// Kokkos 4.6 it made 252 operator new calls in 3 rounds before these rules):
+//  - An execution space instance made with ExecSpace() (Kokkos 4) allocates a shared-pointer control block:
+//    default_instance<ExecSpace>() is made once, and copies of it only count references.
+//  - Fence names and kernel labels are const std::string&; Kokkos::Tools::beginFence copies the fence name by value,
+//    and unnamed fences default to long literals: fence() and fence_all() pass a name built once that fits
+//    std::string's inline buffer (15 characters in libstdc++), and kernels take their labels from a function-local
+//    `static const std::string`, never from a literal. Kokkos 3.4 fences take no name.
+//  - Under nvcc a KOKKOS_LAMBDA is an extended __host__ __device__ lambda, a type-erased wrapper that allocates when
+//    made and each time Kokkos copies it: kernels on per-call paths are functors.
+//  - Kokkos::deep_copy fences with long literal names: per-call paths fill and copy with their own kernels.
+template <class ExecSpace>
+const ExecSpace& default_instance() {
+  static const ExecSpace space;  // destroyed at exit, after Kokkos::finalize: a reference count, nothing more
+  return space;
+}
+
+// Fences: before MPI or NCCL touch a buffer a kernel wrote (Kokkos 4 no longer syncs the default stream implicitly),
+// and before the host reads one.
+template <class ExecSpace>
+inline void fence(const ExecSpace& space) {
+#if DARRAY_KOKKOS_VERSION_AT_LEAST(3, 5)
+  static const std::string name = "darray::fence";  // inline in std::string: no copy of it allocates
+  space.fence(name);
+#else
   space.fence();
+#endif
+}
+
+inline void fence_all() {
+#if DARRAY_KOKKOS_VERSION_AT_LEAST(3, 5)
+  static const std::string name = "darray::fence";
+  Kokkos::fence(name);
+#else
+  Kokkos::fence();
+#endif
 }
 
 // The Kokkos allocation record of a block libdarray allocated itself (the shard memory cache). Views built on it
@@ -72,10 +105,10 @@ class ExternalAllocationRecord : public Kokkos::Impl::SharedAllocationRecord<voi
             static_cast<Header*>(data) - 1, bytes + sizeof(Header), release
 #if DARRAY_KOKKOS_VERSION_AT_LEAST(3, 6)
             ,
-            label
+            unlabelled()  // the base keeps a std::string copy: get_label() answers from ours instead
 #endif
         ) {
-    // Labels up to 47 characters are kept inline: no heap allocation per record (one per allocating call).
+    // Labels up to 47 characters are kept inline: no heap allocation per record (one per call that takes a block).
     if (label.size() < sizeof(m_label))
       std::memcpy(m_label, label.c_str(), label.size() + 1);
     else
@@ -83,6 +116,10 @@ class ExternalAllocationRecord : public Kokkos::Impl::SharedAllocationRecord<voi
   }
 
  private:
+  static const std::string& unlabelled() {
+    static const std::string none;
+    return none;
+  }
 #if defined(KOKKOS_ENABLE_DEBUG)
   static Base* debug_root() {
     static Base root;
