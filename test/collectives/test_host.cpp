@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,38 @@ TEST_CASE("all_gather of the only sharded axis gives back the whole array, uneve
     const auto want = operand_block<double>(full_index({len}), {len}).data;
     for (const auto& s : g.addressable_shards()) ok = ok && to_host(s.data) == want;
     INFO("length " << len);
+    REQUIRE(all_ok(ok));
+  }
+}
+
+TEST_CASE("a small all_gather's replica blocks are copied whole from the first; a large one's are assembled") {
+  const int n = device_count();
+  const auto k = static_cast<std::size_t>(local_device_count());
+  const Mesh mesh = make_mesh({n}, {"x"});
+  const NamedSharding s(mesh, P("x"));
+  // 1 double per device (a result block of 8n bytes) and 16384 (128 KiB per device: a block past the bound).
+  for (const int64_t per_device : {int64_t{1}, int64_t{16384}}) {
+    const Shape shape{n * per_device};
+    const bool small = static_cast<std::size_t>(n * per_device) * sizeof(double) <= detail::replica_copy_max_bytes;
+    const detail::CollectivePlan plan = detail::build_all_gather_plan(s, shape, 0, 0, false);
+    const detail::MoveList moves = detail::collective_moves(plan, sizeof(double));
+    // Every result block is the whole array: the first takes this process's k blocks; when small, the other k - 1
+    // take it whole after the run; else each takes the k blocks itself.
+    const std::size_t whole = small ? k - 1 : 0, local = small ? k : k * k;
+    bool ok = moves.after.size() == whole && moves.local.size() == local;
+    const auto a = operand<double, 1>(shape, s);
+    const auto want = operand_block<double>(full_index(shape), shape).data;
+    for (const bool staged : {false, true}) {
+      std::optional<detail::StageAsIfOnDevice> device_path;
+      if (staged) device_path.emplace();
+      auto g = all_gather(a, "x", 0, tiled);
+      for (const auto& sh : g.addressable_shards()) ok = ok && to_host(sh.data) == want;
+      for (const auto& sh : g.addressable_shards()) Kokkos::deep_copy(sh.data, 77.0);
+      all_gather(a, "x", 0, tiled, g);
+      for (const auto& sh : g.addressable_shards()) ok = ok && to_host(sh.data) == want;
+    }
+    INFO(per_device << " elements per device: " << moves.local.size() << " local pieces, " << moves.after.size()
+                    << " whole-block copies; expected " << local << " and " << whole);
     REQUIRE(all_ok(ok));
   }
 }

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "darray/comm/detail/chunking.hpp"
@@ -106,8 +107,8 @@ inline void exchange_impl(MPI_Comm comm, const ExchangePlan& plan, const std::by
   };
 
   static thread_local ExchangeScratch shared;
-  ExchangeScratch own;
-  ExchangeScratch& scratch = shared.busy ? own : shared;
+  std::optional<ExchangeScratch> own;  // made only for a nested exchange
+  ExchangeScratch& scratch = shared.busy ? own.emplace() : shared;
   struct Release {  // on every exit, an exception's included: outstanding requests cancelled or released
     ExchangeScratch& s;
     ~Release() {

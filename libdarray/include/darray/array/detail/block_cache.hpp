@@ -22,6 +22,7 @@
 #include <mutex>
 #include <new>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -405,7 +406,7 @@ class BlockCache {
 template <class MemorySpace>
 class CachedBlockRecord final : public ExternalAllocationRecord {
  public:
-  static CachedBlockRecord* create(const CachedBlock& block, void* storage, const std::string& label) {
+  static CachedBlockRecord* create(const CachedBlock& block, void* storage, std::string_view label) {
     if (!storage) storage = ::operator new(sizeof(CachedBlockRecord));
     try {
       return new (storage) CachedBlockRecord(block, label);
@@ -416,7 +417,7 @@ class CachedBlockRecord final : public ExternalAllocationRecord {
   }
 
  private:
-  CachedBlockRecord(const CachedBlock& block, const std::string& label)
+  CachedBlockRecord(const CachedBlock& block, std::string_view label)
       : ExternalAllocationRecord(block.data, block.bytes, &release, label), m_block(block) {}
 
   static void release(Kokkos::Impl::SharedAllocationRecord<void, void>* record) {
@@ -432,7 +433,7 @@ class CachedBlockRecord final : public ExternalAllocationRecord {
 // A block of at least `bytes` from the cache of MemorySpace and the allocation record that owns it (use count 0:
 // hand it to a view at once, view_on_record), or false when the cache is off or no Environment is active.
 template <class MemorySpace>
-bool try_cached_record(std::size_t bytes, const std::string& label, CachedBlock& block,
+bool try_cached_record(std::size_t bytes, std::string_view label, CachedBlock& block,
                        CachedBlockRecord<MemorySpace>*& record) {
   auto& cache = BlockCache<MemorySpace>::instance();
   typename BlockCache<MemorySpace>::Acquired got;
@@ -451,7 +452,7 @@ bool try_cached_record(std::size_t bytes, const std::string& label, CachedBlock&
 // memory space; nothing when the cache is off, no Environment is active, the view is empty or its elements are not
 // trivially destructible (elements are never destroyed when a block returns).
 template <class View, class... Extents>
-bool try_cached_view(View& out, const std::string& label, Extents... extents) {
+bool try_cached_view(View& out, std::string_view label, Extents... extents) {
   using T = typename View::non_const_value_type;
   using M = typename View::memory_space;
   static_assert(std::is_same<typename View::array_layout, Kokkos::LayoutRight>::value ||
@@ -468,15 +469,15 @@ bool try_cached_view(View& out, const std::string& label, Extents... extents) {
 
 // The same, falling back to a plain Kokkos allocation (uninitialised) where the cache does not serve it.
 template <class View, class... Extents>
-View cached_view(const std::string& label, Extents... extents) {
+View cached_view(std::string_view label, Extents... extents) {
   View view;
   if (try_cached_view(view, label, extents...)) return view;
-  return View(Kokkos::view_alloc(label, Kokkos::WithoutInitializing), extents...);
+  return View(Kokkos::view_alloc(std::string(label), Kokkos::WithoutInitializing), extents...);
 }
 
 // `bytes` uninitialised bytes of MemorySpace from its cache (staging and work buffers).
 template <class MemorySpace>
-Kokkos::View<char*, MemorySpace> cached_buffer(std::size_t bytes, const std::string& label = "darray::buffer") {
+Kokkos::View<char*, MemorySpace> cached_buffer(std::size_t bytes, std::string_view label = "darray::buffer") {
   return cached_view<Kokkos::View<char*, MemorySpace>>(label, bytes);
 }
 

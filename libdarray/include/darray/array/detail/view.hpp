@@ -8,6 +8,7 @@
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -80,7 +81,7 @@ bool mpi_needs_host_copy() {
 // Kokkos::create_mirror_view returns it), else a block of the host cache, handed out again on the next call
 // instead of a fresh host allocation per call (device memory; host memory under the StageAsIfOnDevice hook).
 template <class T, class M>
-typename Kokkos::View<T*, M>::HostMirror host_copy_target(const Kokkos::View<T*, M>& v, const std::string& label) {
+typename Kokkos::View<T*, M>::HostMirror host_copy_target(const Kokkos::View<T*, M>& v, std::string_view label) {
   if constexpr (host_accessible_v<M>)
     if (!stage_as_if_on_device()) return v;
   return cached_view<typename Kokkos::View<T*, M>::HostMirror>(label, v.extent(0));
@@ -91,7 +92,7 @@ typename Kokkos::View<T*, M>::HostMirror host_copy_target(const Kokkos::View<T*,
 // fresh device allocation per call (also a copy under the StageAsIfOnDevice hook). Fences.
 template <class M, class T, class... Properties>
 Kokkos::View<T*, M> copy_to_space(const Kokkos::View<T*, Kokkos::HostSpace, Properties...>& host,
-                                  const std::string& label) {
+                                  std::string_view label) {
   if constexpr (std::is_same<M, Kokkos::HostSpace>::value)
     if (!stage_as_if_on_device()) return host;
   auto out = cached_view<Kokkos::View<T*, M>>(label, host.extent(0));

@@ -29,6 +29,7 @@
 #include "darray/comm/detail/same_reduction.hpp"
 #include "darray/comm/limits.hpp"
 #include "darray/comm/mpi_transport.hpp"
+#include "darray/core/index.hpp"
 #include "darray/redistribute/detail/engine.hpp"
 #include "darray/runtime/detail/kokkos_compat.hpp"
 
@@ -61,8 +62,7 @@ void on_host(Kokkos::View<T*, M> data, bool copy_back, Step&& step) {
   if (direct_host_access<M>()) {
     step(data.data());
   } else {
-    static const std::string label = "darray::collective host copy";  // built once: this runs on every call
-    auto host = host_copy_target(data, label);
+    auto host = host_copy_target(data, "darray::collective host copy");
     const auto& space = default_instance<typename M::execution_space>();
     copy_contiguous(space, host, data);
     step(host.data());
@@ -76,21 +76,14 @@ template <class T, class M>
 Transport& reduce_group_transport(const CollectivePlan& plan) {
   Transport& base = reduce_transport<T, M>();
   const int which = base.backend() == Backend::nccl ? 1 : 0;
-  if (plan.reduce_group[which] == nullptr || plan.reduce_group_generation[which] != environment_generation()) {
-    plan.reduce_group[which] = &base.group(plan.colors);
-    plan.reduce_group_generation[which] = environment_generation();
-  }
-  return *plan.reduce_group[which];
+  return *plan.reduce_group[which].get(0, [&] { return &base.group(plan.colors); });
 }
 
 // The MPI communicator of this process's reduction group (the MPI transport's group even when reductions run on
 // NCCL), cached in the plan like reduce_group_transport's. Collective over all processes the first time.
 inline MPI_Comm mpi_reduce_comm(const CollectivePlan& plan) {
-  if (plan.reduce_group[0] == nullptr || plan.reduce_group_generation[0] != environment_generation()) {
-    plan.reduce_group[0] = &transport(Backend::mpi).group(plan.colors);
-    plan.reduce_group_generation[0] = environment_generation();
-  }
-  return dynamic_cast<MpiTransport&>(*plan.reduce_group[0]).comm();
+  Transport* t = plan.reduce_group[0].get(0, [&] { return &transport(Backend::mpi).group(plan.colors); });
+  return dynamic_cast<MpiTransport&>(*t).comm();
 }
 
 // The operand block of each plan target (plan.targets order), in a buffer reused by every call on this thread. The
@@ -224,8 +217,7 @@ bool reduce_in_result_blocks(const Exec& space, const CollectivePlan& plan, cons
 template <class T, class M, class Exec>
 Kokkos::View<T*, M> reduce_slots(const Exec& space, const CollectivePlan& plan, const std::vector<const T*>& operand,
                                  ReduceOp op) {
-  static const std::string label = "darray::slots";  // short: held without a heap allocation, as is its record's copy
-  const auto slots = cached_view<Kokkos::View<T*, M>>(label, static_cast<std::size_t>(plan.slot_elements));
+  const auto slots = cached_view<Kokkos::View<T*, M>>("darray::slots", static_cast<std::size_t>(plan.slot_elements));
   for (const Slot& slot : plan.slots) combine_slot(space, slot, operand, op, slots.data() + slot.offset);
   detail::fence(space);  // MPI and NCCL read what the kernels wrote
   if (plan.colors.empty()) return slots;
@@ -250,9 +242,49 @@ Kokkos::View<T*, M> reduce_slots(const Exec& space, const CollectivePlan& plan, 
   return slots;
 }
 
-// The plan's movement as the engine's MoveList. Buffer k is the operand block and the result block of
-// plan.targets[k]; a received piece lands in the first result region that needs it and is copied to the others.
-inline MoveList collective_moves(const CollectivePlan& plan) {
+// Result blocks no larger than this that repeat an earlier target's block (the same box of the result: its
+// replicas, e.g. every block of an all_gather over a process's devices) are copied whole from that block once it is
+// complete, instead of being assembled again from the same pieces: one copy instead of one per piece, where the
+// copies' fixed cost, not their bytes, is the price. Larger blocks keep their own pieces, copied while the messages
+// fly.
+constexpr std::size_t replica_copy_max_bytes = std::size_t(64) << 10;
+
+// For each target, the earlier target whose block it repeats and takes whole after the run (replica_copy_max_bytes),
+// or -1. Both blocks must be filled entirely by their copies (no zero fill), so the whole block is the result.
+inline std::vector<int> replica_leads(const CollectivePlan& plan, std::size_t bytes) {
+  const std::size_t n = plan.targets.size();
+  std::vector<int> lead(n, -1);
+  std::vector<int64_t> covered(n, 0), copies(n, 0);
+  for (const Copy& c : plan.copies) {
+    covered[c.target] += volume(c.extent);
+    ++copies[c.target];
+  }
+  auto complete = [&](std::size_t k) {
+    const Target& t = plan.targets[k];
+    return !t.zero_fill && covered[k] == volume(t.out_shape) &&
+           static_cast<std::size_t>(volume(t.out_shape)) * bytes <= replica_copy_max_bytes;
+  };
+  std::unordered_map<Index, std::size_t, IndexHash> first;
+  for (std::size_t k = 0; k < n; ++k) {
+    if (!complete(k)) continue;
+    const auto [it, fresh] = first.emplace(plan.targets[k].out_index, k);
+    if (!fresh && copies[k] > 1) lead[k] = static_cast<int>(it->second);
+  }
+  // A received piece that only replicas would use (pieces are received per source device, and a replica's sources
+  // may be other replicas of its lead's) must still land somewhere, as its sender sends it: the replicas that use
+  // it keep their own copies. Giving them back only adds uses, so one pass settles it.
+  std::vector<char> used(plan.recvs.size(), 0);
+  for (const Copy& c : plan.copies)
+    if (c.from == CopySource::received && lead[c.target] < 0) used[static_cast<std::size_t>(c.source)] = 1;
+  for (const Copy& c : plan.copies)
+    if (c.from == CopySource::received && !used[static_cast<std::size_t>(c.source)]) lead[c.target] = -1;
+  return lead;
+}
+
+// The plan's movement as the engine's MoveList for elements of `bytes` bytes. Buffer k is the operand block and the
+// result block of plan.targets[k]; a received piece lands in the first result region that needs it and is copied to
+// the others; small replica blocks are copied whole from their lead (replica_leads).
+inline MoveList collective_moves(const CollectivePlan& plan, std::size_t bytes) {
   std::unordered_map<int64_t, int> buffer;
   for (std::size_t k = 0; k < plan.targets.size(); ++k) buffer.emplace(plan.targets[k].device.id, static_cast<int>(k));
   auto region = [](int b, const Shape& shape, const Shape& start) {
@@ -270,10 +302,12 @@ inline MoveList collective_moves(const CollectivePlan& plan) {
     for (std::size_t d = 0; d < extent.size(); ++d) m.extent[d] = extent[d];
     return m;
   };
+  const std::vector<int> lead = replica_leads(plan, bytes);
   MoveList list;
   std::vector<Move> received;
   for (const Piece& p : plan.recvs) received.push_back(move_of(p.extent));
   for (const Copy& c : plan.copies) {
+    if (lead[c.target] >= 0) continue;
     const Region dst = region(static_cast<int>(c.target), plan.targets[c.target].out_shape, c.dst_start);
     if (c.from == CopySource::shard) {
       Move m = move_of(c.extent);
@@ -293,6 +327,15 @@ inline MoveList collective_moves(const CollectivePlan& plan) {
     m.src = region(buffer.at(p.key_device), p.src_shape, p.src_start);
     add_peer_move(list.sends, p.process, std::move(m));
   }
+  for (std::size_t k = 0; k < plan.targets.size(); ++k) {
+    if (lead[k] < 0) continue;
+    const Shape& shape = plan.targets[k].out_shape;
+    Move m = move_of(shape);
+    const Shape origin(shape.size(), 0);
+    m.src = region(lead[k], shape, origin);
+    m.dst.push_back(region(static_cast<int>(k), shape, origin));
+    list.after.push_back(std::move(m));
+  }
   list.colors = plan.colors;
   return list;
 }
@@ -301,7 +344,8 @@ inline MoveList collective_moves(const CollectivePlan& plan) {
 inline const MoveEngine& collective_engine(const CollectivePlan& plan, std::size_t bytes) {
   auto it = plan.engines.find(bytes);
   if (it == plan.engines.end())
-    it = plan.engines.emplace(bytes, std::make_shared<const MoveEngine>(collective_moves(plan), bytes, "collective"))
+    it = plan.engines
+             .emplace(bytes, std::make_shared<const MoveEngine>(collective_moves(plan, bytes), bytes, "collective"))
              .first;
   return *it->second;
 }

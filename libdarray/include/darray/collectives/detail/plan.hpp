@@ -103,9 +103,8 @@ struct CollectivePlan {
   std::size_t max_message_bytes = 0;
   // Movement plans: the exchange engine per element size, built on first use (collectives/detail/execute.hpp).
   mutable std::map<std::size_t, std::shared_ptr<const MoveEngine>> engines;
-  // Reductions: the component's transport per backend (MPI, NCCL), cached under an Environment generation.
-  mutable Transport* reduce_group[2] = {nullptr, nullptr};
-  mutable unsigned long reduce_group_generation[2] = {0, 0};
+  // Reductions: the component's transport per backend (MPI, NCCL), kept per Environment.
+  mutable PerEnvironment<Transport*> reduce_group[2];
 };
 
 // Packed-buffer offsets of sorted pieces; returns the total element count.

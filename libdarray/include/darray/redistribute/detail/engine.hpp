@@ -46,6 +46,7 @@
 #include "darray/redistribute/detail/messages.hpp"
 #include "darray/runtime/detail/kokkos_compat.hpp"
 #include "darray/runtime/detail/single_copy.hpp"
+#include "darray/runtime/detail/state.hpp"
 #include "darray/runtime/environment.hpp"
 
 namespace darray {
@@ -84,6 +85,9 @@ struct PeerMoves {
 struct MoveList {
   std::vector<Move> local;
   std::vector<PeerMoves> sends, recvs;
+  // Copies between destination buffers made once every piece has landed (src.buffer names a destination buffer):
+  // a block that repeats another block of the run, taken from it whole. They overwrite, whatever the engine's op.
+  std::vector<Move> after;
   // One color per process of the job when every peer shares this process's mesh-axis group (the exchange then
   // runs on that group's communicator), else empty.
   std::vector<int> colors;
@@ -182,22 +186,19 @@ struct EngineBuffers {
   typename Kokkos::View<T*, M>::HostMirror send_host, recv_host;
 
   void reserve(int64_t send_elements, int64_t recv_elements, bool mirrors) {
-    // Labels built once: buffers are reserved on every run, often from the cache (a literal would be a heap string).
-    static const std::string send_label = "darray::exchange send", recv_label = "darray::exchange recv";
-    grow(send, send_host, send_elements, send_label, mirrors);
-    grow(recv, recv_host, recv_elements, recv_label, mirrors);
+    grow(send, send_host, send_elements, "darray::exchange send", mirrors);
+    grow(recv, recv_host, recv_elements, "darray::exchange recv", mirrors);
   }
 
  private:
-  static void grow(Kokkos::View<T*, M>& v, typename Kokkos::View<T*, M>::HostMirror& host, int64_t n,
-                   const std::string& label, bool mirrors) {
-    static const std::string host_label = "darray::exchange host copy";
+  static void grow(Kokkos::View<T*, M>& v, typename Kokkos::View<T*, M>::HostMirror& host, int64_t n, const char* label,
+                   bool mirrors) {
     if (static_cast<std::size_t>(n) > v.extent(0)) {
       v = Kokkos::View<T*, M>();  // back to the cache before taking the larger one
       v = cached_view<Kokkos::View<T*, M>>(label, static_cast<std::size_t>(n));
       host = typename Kokkos::View<T*, M>::HostMirror();
     }
-    if (mirrors && host.extent(0) < v.extent(0)) host = host_copy_target(v, host_label);
+    if (mirrors && host.extent(0) < v.extent(0)) host = host_copy_target(v, "darray::exchange host copy");
   }
 };
 
@@ -250,6 +251,9 @@ class MoveEngine {
       }
     }
     m_unpack_elements = at;
+    for (const Move& m : m_list.after)
+      for (const Region& d : m.dst)
+        m_after_copies.push_back(BufferCopy{m.src.buffer, d.buffer, simplify(move_geometry(m, m.src, d))});
     if (op == CopyOp::assign) {
       for (std::size_t k = 0; k < m_list.sends.size(); ++k) add_single_copy(m_copy_out, k, m_list.sends[k], true);
       for (std::size_t k = 0; k < m_list.recvs.size(); ++k) add_single_copy(m_copy_in, k, m_list.recvs[k], false);
@@ -502,38 +506,32 @@ class MoveEngine {
   // Environment and kept (a lookup canonicalises the colors: O(processes), and allocates). Every process takes part
   // in a run, peers or not, so the first lookup, which is collective, is made by all.
   Transport* staged_transport(Backend backend) const {
-    if (m_transport == nullptr || m_transport_backend != backend ||
-        m_transport_generation != environment_generation()) {
+    return m_transport.get(backend, [&] {
       Transport* t = &transport(backend);
-      if (!m_colors.empty()) t = &t->group(m_colors);
-      m_transport = t;
-      m_transport_backend = backend;
-      m_transport_generation = environment_generation();
-    }
-    return m_transport;
+      return m_colors.empty() ? t : &t->group(m_colors);
+    });
   }
 
   // The staged path's messages, one per peer, packed in peer order (ranks in the mesh-axis group where there is
   // one), each tagged with the fingerprint of its pieces and the element type as on the host path. Built on the
   // first run with an element type (the engine knows only its size) and kept.
   const ExchangePlan& staged_plan(int dtype) const {
-    if (m_staged_dtype == dtype && m_staged_generation == environment_generation()) return m_staged;
-    const ProcessGroup* group = nullptr;
-    (void)comm_and_ranks(group);
-    auto rank_of = [&](int process) { return group != nullptr ? group->group_rank_of(process) : process; };
-    m_staged = ExchangePlan();
-    for (int side = 0; side < 2; ++side) {
-      std::size_t off = 0;
-      for (const PeerMoves& p : side == 0 ? m_list.sends : m_list.recvs) {
-        const std::size_t bytes = byte_count(p.elements, m_element_bytes, m_api);
-        (side == 0 ? m_staged.sends : m_staged.recvs)
-            .push_back(PeerBytes{rank_of(p.process), off, bytes, message_tag(peer_fingerprint(p), dtype)});
-        off += bytes;
+    return m_staged.get(dtype, [&] {
+      const ProcessGroup* group = nullptr;
+      (void)comm_and_ranks(group);
+      auto rank_of = [&](int process) { return group != nullptr ? group->group_rank_of(process) : process; };
+      ExchangePlan plan;
+      for (int side = 0; side < 2; ++side) {
+        std::size_t off = 0;
+        for (const PeerMoves& p : side == 0 ? m_list.sends : m_list.recvs) {
+          const std::size_t bytes = byte_count(p.elements, m_element_bytes, m_api);
+          (side == 0 ? plan.sends : plan.recvs)
+              .push_back(PeerBytes{rank_of(p.process), off, bytes, message_tag(peer_fingerprint(p), dtype)});
+          off += bytes;
+        }
       }
-    }
-    m_staged_dtype = dtype;
-    m_staged_generation = environment_generation();
-    return m_staged;
+      return plan;
+    });
   }
 
   // The exchange's communicator: the world, or this process's mesh-axis group, looked up once per Environment (the
@@ -541,11 +539,7 @@ class MoveEngine {
   MPI_Comm comm_and_ranks(const ProcessGroup*& group) const {
     group = nullptr;
     if (m_colors.empty()) return world_comm();
-    if (m_group == nullptr || m_group_generation != environment_generation()) {
-      m_group = &process_group(m_colors);
-      m_group_generation = environment_generation();
-    }
-    group = m_group;
+    group = m_group.get(0, [&] { return &process_group(m_colors); });
     return group->comm();
   }
 
@@ -627,12 +621,14 @@ class MoveEngine {
     if (m_streaming) stream_fence();
   }
 
-  // Receives beyond the first destination of a piece: copied from the first once it has arrived.
+  // Receives beyond the first destination of a piece: copied from the first once it has arrived; then the copies
+  // between destination buffers (MoveList::after).
   template <class T>
   void fan_out_host(const std::vector<T*>& dst) const {
-    for (const BufferCopy& c : m_fan_out_copies)
-      strided_copy_host(static_cast<const T*>(dst[static_cast<std::size_t>(c.src)]),
-                        dst[static_cast<std::size_t>(c.dst)], c.geometry, false);
+    for (const std::vector<BufferCopy>* copies : {&m_fan_out_copies, &m_after_copies})
+      for (const BufferCopy& c : *copies)
+        strided_copy_host(static_cast<const T*>(dst[static_cast<std::size_t>(c.src)]),
+                          dst[static_cast<std::size_t>(c.dst)], c.geometry, false);
   }
 
   // Each receive (the first requests of the last run) carried this operation's tag and exactly the bytes planned (a
@@ -870,6 +866,9 @@ class MoveEngine {
                                  move_geometry(m, packed_region(m, at), d));
         at += m.elements();
       }
+    for (const BufferCopy& c : m_after_copies)  // in stream order, after the pieces they copy
+      strided_copy<T, M>(space, static_cast<const T*>(dst[static_cast<std::size_t>(c.src)]),
+                         dst[static_cast<std::size_t>(c.dst)], c.geometry);
     detail::fence(space);
   }
 
@@ -895,7 +894,7 @@ class MoveEngine {
            sizeof(std::max_align_t);
   }
 
-  std::vector<BufferCopy> m_local_copies, m_fan_out_copies, m_pack_copies, m_unpack_copies;
+  std::vector<BufferCopy> m_local_copies, m_fan_out_copies, m_after_copies, m_pack_copies, m_unpack_copies;
   int64_t m_pack_elements = 0, m_unpack_elements = 0;
 
   bool m_streaming = false;
@@ -917,14 +916,9 @@ class MoveEngine {
     int tag, count, process;
   };
   mutable std::vector<Control> m_controls;
-  mutable const ProcessGroup* m_group = nullptr;  // see comm_and_ranks
-  mutable unsigned long m_group_generation = 0;
-  mutable Transport* m_transport = nullptr;  // see staged_transport
-  mutable Backend m_transport_backend = Backend::mpi;
-  mutable unsigned long m_transport_generation = 0;
-  mutable ExchangePlan m_staged;  // see staged_plan
-  mutable int m_staged_dtype = -1;
-  mutable unsigned long m_staged_generation = 0;
+  mutable PerEnvironment<const ProcessGroup*> m_group;      // see comm_and_ranks
+  mutable PerEnvironment<Transport*, Backend> m_transport;  // see staged_transport
+  mutable PerEnvironment<ExchangePlan> m_staged;            // see staged_plan: keyed by element type
 };
 
 }  // namespace detail

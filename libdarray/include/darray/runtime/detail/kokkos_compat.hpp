@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstring>
 #include <string>
+#include <string_view>
 
 #if !defined(KOKKOS_VERSION)
 #error "libdarray needs Kokkos (KOKKOS_VERSION undefined)"
@@ -97,7 +98,7 @@ class ExternalAllocationRecord : public Kokkos::Impl::SharedAllocationRecord<voi
   std::string get_label() const override { return m_long_label.empty() ? std::string(m_label) : m_long_label; }
 
  protected:
-  ExternalAllocationRecord(void* data, std::size_t bytes, release_function release, const std::string& label)
+  ExternalAllocationRecord(void* data, std::size_t bytes, release_function release, std::string_view label)
       : Base(
 #if defined(KOKKOS_ENABLE_DEBUG)
             debug_root(),
@@ -110,9 +111,9 @@ class ExternalAllocationRecord : public Kokkos::Impl::SharedAllocationRecord<voi
         ) {
     // Labels up to 47 characters are kept inline: no heap allocation per record (one per call that takes a block).
     if (label.size() < sizeof(m_label))
-      std::memcpy(m_label, label.c_str(), label.size() + 1);
+      std::memcpy(m_label, label.data(), label.size());  // m_label is zeroed: the copy stays terminated
     else
-      m_long_label = label;
+      m_long_label.assign(label.data(), label.size());
   }
 
  private:

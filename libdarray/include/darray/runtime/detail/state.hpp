@@ -62,6 +62,31 @@ inline unsigned long& environment_generation() {
   return g;
 }
 
+// A value made from the active Environment (a process group, a transport, a plan that names their ranks) and kept
+// while that Environment lasts and the key it was made for stays the same: lookups that are collective the first
+// time, or cost O(processes), run once per Environment and key instead of once per call.
+template <class V, class Key = int>
+class PerEnvironment {
+ public:
+  template <class Make>
+  V& get(const Key& key, Make&& make) {
+    if (!m_made || m_generation != environment_generation() || !(m_key == key)) {
+      m_made = false;
+      m_value = make();
+      m_key = key;
+      m_generation = environment_generation();
+      m_made = true;
+    }
+    return m_value;
+  }
+
+ private:
+  V m_value{};
+  Key m_key{};
+  unsigned long m_generation = 0;
+  bool m_made = false;
+};
+
 // Registers cleanup to run (last registered first) when the Environment ends, before MPI_Finalize.
 inline void at_finalize(std::function<void()> fn) { state().finalizers.push_back(std::move(fn)); }
 
