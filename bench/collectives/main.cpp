@@ -1,7 +1,9 @@
 // bench/collectives: each collective as users call it (allocating: y = psum(x, "i")) and into a kept output
 // (psum(x, "i", y)), against the raw MPI call on the same bytes measured in the same run: MPI_Allreduce,
 // MPI_Allgather, MPI_Alltoall, MPI_Sendrecv. With several devices per process the baseline is the hand-written
-// equivalent: memcpy between the process's device blocks plus the one MPI call across processes. The mesh is 1-D
+// equivalent: memcpy between the process's device blocks plus the one MPI call across processes; on device memory (a
+// GPU build) the baselines work on host copies of the blocks, copied from and to the device in each call
+// (host_staging.hpp: what a program for an MPI without CUDA support writes). The mesh is 1-D
 // ("i") over every device; each device holds one block of --sizes bytes. Times are per call, max over processes;
 // each of --reps repetitions runs enough calls to last about a millisecond; min and median are printed.
 #include <mpi.h>
@@ -16,14 +18,17 @@
 #include <string>
 #include <vector>
 
+#include "host_staging.hpp"
 #include "time_calls.hpp"
 
 using namespace darray;
 
 namespace {
 
+using darray_bench::HostBlocks;
 using darray_bench::Stats;
 using darray_bench::time_calls;
+using Blocks = HostBlocks<double, DistributedArray<double, 1>::memory_space>;
 
 struct Row {
   std::string op;
@@ -78,8 +83,10 @@ int main(int argc, char** argv) {
   const bool root = process_index() == 0;
   const int me = process_index(), next = (me + 1) % np, prev = (me + np - 1) % np;
   if (root) {
-    std::printf("# bench/collectives: %d process(es) x %d host device(s), reps %d, backend %s\n", np, k, reps,
-                to_string(backend()));
+    const bool staged = darray_bench::staged_v<DistributedArray<double, 1>::memory_space>;
+    std::printf("# bench/collectives: %d process(es) x %d %s device(s), reps %d, backend %s%s\n", np, k,
+                staged ? "GPU" : "host", reps, to_string(backend()),
+                staged ? ", baselines staged through the host" : "");
     print_header();
   }
   const Mesh mesh = make_mesh({nd}, {"i"});
@@ -96,20 +103,22 @@ int main(int argc, char** argv) {
         auto y = psum(x, "i");
         r.alloc = time_calls(reps, calls, [&] { y = psum(x, "i"); });
         r.kept = time_calls(reps, calls, [&] { psum(x, "i", y); });
-        const auto in = blocks(x);
-        const auto out = blocks(y);
-        std::vector<double> sum(static_cast<std::size_t>(n));
+        const auto count = static_cast<std::size_t>(n);
+        Blocks in_blocks(blocks(x), count), out_blocks(blocks(y), count);
+        const auto &in = in_blocks.host(), &out = out_blocks.host();
+        std::vector<double> sum(count);
         r.raw = time_calls(reps, calls, [&] {
-          const auto count = static_cast<std::size_t>(n);
+          in_blocks.pull();
           if (k == 1) {
             MPI_Allreduce(in[0], out[0], static_cast<int>(n), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-            return;
+          } else {
+            std::memcpy(sum.data(), in[0], count * 8);
+            for (int a = 1; a < k; ++a)
+              for (std::size_t e = 0; e < count; ++e) sum[e] += in[static_cast<std::size_t>(a)][e];
+            MPI_Allreduce(MPI_IN_PLACE, sum.data(), static_cast<int>(n), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+            for (int a = 0; a < k; ++a) std::memcpy(out[static_cast<std::size_t>(a)], sum.data(), count * 8);
           }
-          std::memcpy(sum.data(), in[0], count * 8);
-          for (int a = 1; a < k; ++a)
-            for (std::size_t e = 0; e < count; ++e) sum[e] += in[static_cast<std::size_t>(a)][e];
-          MPI_Allreduce(MPI_IN_PLACE, sum.data(), static_cast<int>(n), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-          for (int a = 0; a < k; ++a) std::memcpy(out[static_cast<std::size_t>(a)], sum.data(), count * 8);
+          out_blocks.push();
         });
       } else if (op == "all_gather") {
         const int64_t n = std::max<int64_t>(1, static_cast<int64_t>(size / 8));
@@ -118,21 +127,24 @@ int main(int argc, char** argv) {
         auto y = all_gather(x, "i", 0, tiled);
         r.alloc = time_calls(reps, calls, [&] { y = all_gather(x, "i", 0, tiled); });
         r.kept = time_calls(reps, calls, [&] { all_gather(x, "i", 0, tiled, y); });
-        const auto in = blocks(x);
-        const auto out = blocks(y);
         const auto count = static_cast<std::size_t>(n);
+        Blocks in_blocks(blocks(x), count), out_blocks(blocks(y), count * static_cast<std::size_t>(nd));
+        const auto &in = in_blocks.host(), &out = out_blocks.host();
         std::vector<double> send(count * static_cast<std::size_t>(k));
         r.raw = time_calls(reps, calls, [&] {
+          in_blocks.pull();
           if (k == 1) {
             MPI_Allgather(in[0], static_cast<int>(n), MPI_DOUBLE, out[0], static_cast<int>(n), MPI_DOUBLE,
                           MPI_COMM_WORLD);
-            return;
+          } else {
+            for (int a = 0; a < k; ++a)
+              std::memcpy(send.data() + a * count, in[static_cast<std::size_t>(a)], count * 8);
+            MPI_Allgather(send.data(), static_cast<int>(count * k), MPI_DOUBLE, out[0], static_cast<int>(count * k),
+                          MPI_DOUBLE, MPI_COMM_WORLD);
+            for (int a = 1; a < k; ++a)
+              std::memcpy(out[static_cast<std::size_t>(a)], out[0], count * static_cast<std::size_t>(nd) * 8);
           }
-          for (int a = 0; a < k; ++a) std::memcpy(send.data() + a * count, in[static_cast<std::size_t>(a)], count * 8);
-          MPI_Allgather(send.data(), static_cast<int>(count * k), MPI_DOUBLE, out[0], static_cast<int>(count * k),
-                        MPI_DOUBLE, MPI_COMM_WORLD);
-          for (int a = 1; a < k; ++a)
-            std::memcpy(out[static_cast<std::size_t>(a)], out[0], count * static_cast<std::size_t>(nd) * 8);
+          out_blocks.push();
         });
       } else if (op == "all_to_all") {
         // Each block holds one chunk per device of the axis: chunk j goes to device j.
@@ -142,15 +154,18 @@ int main(int argc, char** argv) {
         auto y = all_to_all(x, "i", 0, 0);
         r.alloc = time_calls(reps, calls, [&] { y = all_to_all(x, "i", 0, 0); });
         r.kept = time_calls(reps, calls, [&] { all_to_all(x, "i", 0, 0, y); });
-        const auto in = blocks(x);
-        const auto out = blocks(y);
+        const auto block = static_cast<std::size_t>(c * nd);
+        Blocks in_blocks(blocks(x), block), out_blocks(blocks(y), block);
+        const auto &in = in_blocks.host(), &out = out_blocks.host();
         const auto cb = static_cast<std::size_t>(c) * 8;
         const auto kk = static_cast<std::size_t>(k) * static_cast<std::size_t>(k);
         std::vector<double> send(kk * static_cast<std::size_t>(np * c)), recv(send.size());
         r.raw = time_calls(reps, calls, [&] {
+          in_blocks.pull();
           if (k == 1) {
             MPI_Alltoall(in[0], static_cast<int>(c), MPI_DOUBLE, out[0], static_cast<int>(c), MPI_DOUBLE,
                          MPI_COMM_WORLD);
+            out_blocks.push();
             return;
           }
           // send[q][a][b]: chunk for device (q, b) from local device a.
@@ -166,6 +181,7 @@ int main(int argc, char** argv) {
               for (int b = 0; b < k; ++b)
                 std::memcpy(out[static_cast<std::size_t>(b)] + (static_cast<std::size_t>(q) * k + a) * c,
                             recv.data() + ((static_cast<std::size_t>(q) * k + a) * k + b) * c, cb);
+          out_blocks.push();
         });
       } else {  // ppermute: a cyclic shift by one along the axis
         const int64_t n = std::max<int64_t>(1, static_cast<int64_t>(size / 8));
@@ -176,18 +192,19 @@ int main(int argc, char** argv) {
         auto y = ppermute(x, "i", perm);
         r.alloc = time_calls(reps, calls, [&] { y = ppermute(x, "i", perm); });
         r.kept = time_calls(reps, calls, [&] { ppermute(x, "i", perm, y); });
-        const auto in = blocks(x);
-        const auto out = blocks(y);
         const auto count = static_cast<std::size_t>(n);
+        Blocks in_blocks(blocks(x), count), out_blocks(blocks(y), count);
+        const auto &in = in_blocks.host(), &out = out_blocks.host();
         r.raw = time_calls(reps, calls, [&] {
+          in_blocks.pull();
           for (int a = 0; a + 1 < k; ++a)
             std::memcpy(out[static_cast<std::size_t>(a) + 1], in[static_cast<std::size_t>(a)], count * 8);
-          if (np == 1) {
+          if (np == 1)
             std::memcpy(out[0], in[static_cast<std::size_t>(k) - 1], count * 8);
-            return;
-          }
-          MPI_Sendrecv(in[static_cast<std::size_t>(k) - 1], static_cast<int>(n), MPI_DOUBLE, next, 7, out[0],
-                       static_cast<int>(n), MPI_DOUBLE, prev, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+          else
+            MPI_Sendrecv(in[static_cast<std::size_t>(k) - 1], static_cast<int>(n), MPI_DOUBLE, next, 7, out[0],
+                         static_cast<int>(n), MPI_DOUBLE, prev, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+          out_blocks.push();
         });
       }
       if (root) print_row(r);
