@@ -240,6 +240,8 @@ void check_order_keys() {
     }
     const F h = darray::detail::from_order_key<F>(high), l = darray::detail::from_order_key<F>(low);
     CHECK((h != h && l != l));
+    const F quiet = L::quiet_NaN();  // bit for bit: the device-safe spelling of it in from_order_key
+    CHECK((std::memcmp(&h, &quiet, sizeof(F)) == 0 && std::memcmp(&l, &quiet, sizeof(F)) == 0));
   }
   // In place through the kernel, as the NCCL path runs it: max of [NaN, 1] and of [-1, 3] per lane, by key.
   Kokkos::View<F*, Kokkos::HostSpace> a("a", 2), b("b", 2);

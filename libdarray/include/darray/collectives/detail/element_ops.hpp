@@ -150,9 +150,11 @@ KOKKOS_INLINE_FUNCTION order_key_t<F> order_key(F v, bool nan_high) {
 template <class F>
 KOKKOS_INLINE_FUNCTION F from_order_key(order_key_t<F> k) {
   using K = order_key_t<F>;
-  if (k == K(0) || k == ~K(0)) return std::numeric_limits<F>::quiet_NaN();
   const K sign = K(1) << (8 * sizeof(K) - 1);
-  const K bits = (k & sign) != 0 ? (k ^ sign) : ~k;
+  // NaN as the bits of std::numeric_limits<F>::quiet_NaN(), which device code may not call (a constexpr host
+  // function: nvcc rejects it without --expt-relaxed-constexpr).
+  const K quiet_nan = sizeof(K) == 4 ? K(0x7FC00000u) : K(0x7FF8000000000000ull);
+  const K bits = k == K(0) || k == ~K(0) ? quiet_nan : (k & sign) != 0 ? (k ^ sign) : ~k;
   F v;
   std::memcpy(&v, &bits, sizeof v);
   return v;
