@@ -20,34 +20,29 @@ constexpr bool staged_v = !Kokkos::SpaceAccessibility<Kokkos::HostSpace, M>::acc
 template <class M>
 using Bytes = Kokkos::View<char*, M, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
 
-// `bytes` from src to dst, both in M: memcpy on the host, a device copy (then a fence) elsewhere.
+// `bytes` from src in memory space From to dst in To: memcpy when the host addresses both, else a Kokkos copy (then
+// a fence).
+template <class To, class From>
+void copy_between(void* dst, const void* src, std::size_t bytes) {
+  if constexpr (!staged_v<To> && !staged_v<From>)
+    std::memcpy(dst, src, bytes);
+  else
+    Kokkos::deep_copy(Bytes<To>(static_cast<char*>(dst), bytes),
+                      Bytes<From>(static_cast<char*>(const_cast<void*>(src)), bytes));
+}
+
+// Within M, from M to the host, and back.
 template <class M>
 void copy_in_space(void* dst, const void* src, std::size_t bytes) {
-  if constexpr (!staged_v<M>) {
-    std::memcpy(dst, src, bytes);
-  } else {
-    Kokkos::deep_copy(Bytes<M>(static_cast<char*>(dst), bytes),
-                      Bytes<M>(static_cast<char*>(const_cast<void*>(src)), bytes));
-  }
+  copy_between<M, M>(dst, src, bytes);
 }
-
-// `bytes` from src in M to host memory, and back.
 template <class M>
 void copy_to_host(void* host, const void* src, std::size_t bytes) {
-  if constexpr (!staged_v<M>)
-    std::memcpy(host, src, bytes);
-  else
-    Kokkos::deep_copy(Bytes<Kokkos::HostSpace>(static_cast<char*>(host), bytes),
-                      Bytes<M>(static_cast<char*>(const_cast<void*>(src)), bytes));
+  copy_between<Kokkos::HostSpace, M>(host, src, bytes);
 }
-
 template <class M>
 void copy_from_host(void* dst, const void* host, std::size_t bytes) {
-  if constexpr (!staged_v<M>)
-    std::memcpy(dst, host, bytes);
-  else
-    Kokkos::deep_copy(Bytes<M>(static_cast<char*>(dst), bytes),
-                      Bytes<Kokkos::HostSpace>(static_cast<char*>(const_cast<void*>(host)), bytes));
+  copy_between<M, Kokkos::HostSpace>(dst, host, bytes);
 }
 
 // Blocks of `count` elements each as a baseline reads and writes them: the blocks themselves on host memory, else
