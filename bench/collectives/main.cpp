@@ -1,5 +1,6 @@
 // bench/collectives: each collective as users call it (allocating: y = psum(x, "i")) and into a kept output
-// (psum(x, "i", y)), against the raw MPI call on the same bytes measured in the same run: MPI_Allreduce,
+// (psum(x, "i", y)) and its plan executed into a kept output (execute(psum_plan(x, "i"), x, y) with the plan made
+// once), against the raw MPI call on the same bytes measured in the same run: MPI_Allreduce,
 // MPI_Allgather, MPI_Alltoall, MPI_Sendrecv. With several devices per process the baseline is the hand-written
 // equivalent: memcpy between the process's device blocks plus the one MPI call across processes; on device memory (a
 // GPU build) the baselines work on host copies of the blocks, copied from and to the device in each call
@@ -33,18 +34,19 @@ using Blocks = HostBlocks<double, DistributedArray<double, 1>::memory_space>;
 struct Row {
   std::string op;
   std::size_t bytes = 0;
-  Stats alloc, kept, raw;
+  Stats alloc, kept, planned, raw;
 };
 
 void print_header() {
-  std::printf("%-11s %10s %11s %11s %11s %9s %9s %9s %9s\n", "collective", "B/device", "alloc[us]", "kept[us]",
-              "raw[us]", "alloc/raw", "kept/raw", "(median", "median)");
+  std::printf("%-11s %9s %10s %9s %9s %9s %10s %9s %9s %9s %9s %9s\n", "collective", "B/device", "alloc[us]",
+              "kept[us]", "plan[us]", "raw[us]", "alloc/raw", "kept/raw", "plan/raw", "(median", "median", "median)");
 }
 
 void print_row(const Row& r) {
-  std::printf("%-11s %10zu %11.2f %11.2f %11.2f %9.2f %9.2f %9.2f %9.2f\n", r.op.c_str(), r.bytes, r.alloc.min * 1e6,
-              r.kept.min * 1e6, r.raw.min * 1e6, r.alloc.min / r.raw.min, r.kept.min / r.raw.min,
-              r.alloc.median / r.raw.median, r.kept.median / r.raw.median);
+  std::printf("%-11s %9zu %10.2f %9.2f %9.2f %9.2f %10.2f %9.2f %9.2f %9.2f %9.2f %9.2f\n", r.op.c_str(), r.bytes,
+              r.alloc.min * 1e6, r.kept.min * 1e6, r.planned.min * 1e6, r.raw.min * 1e6, r.alloc.min / r.raw.min,
+              r.kept.min / r.raw.min, r.planned.min / r.raw.min, r.alloc.median / r.raw.median,
+              r.kept.median / r.raw.median, r.planned.median / r.raw.median);
   std::fflush(stdout);
 }
 
@@ -103,6 +105,8 @@ int main(int argc, char** argv) {
         auto y = psum(x, "i");
         r.alloc = time_calls(reps, calls, [&] { y = psum(x, "i"); });
         r.kept = time_calls(reps, calls, [&] { psum(x, "i", y); });
+        const auto plan = psum_plan(x, "i");
+        r.planned = time_calls(reps, calls, [&] { execute(plan, x, y); });
         const auto count = static_cast<std::size_t>(n);
         Blocks in_blocks(blocks(x), count), out_blocks(blocks(y), count);
         const auto &in = in_blocks.host(), &out = out_blocks.host();
@@ -127,6 +131,8 @@ int main(int argc, char** argv) {
         auto y = all_gather(x, "i", 0, tiled);
         r.alloc = time_calls(reps, calls, [&] { y = all_gather(x, "i", 0, tiled); });
         r.kept = time_calls(reps, calls, [&] { all_gather(x, "i", 0, tiled, y); });
+        const auto plan = all_gather_plan(x, "i", 0, tiled);
+        r.planned = time_calls(reps, calls, [&] { execute(plan, x, y); });
         const auto count = static_cast<std::size_t>(n);
         Blocks in_blocks(blocks(x), count), out_blocks(blocks(y), count * static_cast<std::size_t>(nd));
         const auto &in = in_blocks.host(), &out = out_blocks.host();
@@ -154,6 +160,8 @@ int main(int argc, char** argv) {
         auto y = all_to_all(x, "i", 0, 0);
         r.alloc = time_calls(reps, calls, [&] { y = all_to_all(x, "i", 0, 0); });
         r.kept = time_calls(reps, calls, [&] { all_to_all(x, "i", 0, 0, y); });
+        const auto plan = all_to_all_plan(x, "i", 0, 0);
+        r.planned = time_calls(reps, calls, [&] { execute(plan, x, y); });
         const auto block = static_cast<std::size_t>(c * nd);
         Blocks in_blocks(blocks(x), block), out_blocks(blocks(y), block);
         const auto &in = in_blocks.host(), &out = out_blocks.host();
@@ -192,6 +200,8 @@ int main(int argc, char** argv) {
         auto y = ppermute(x, "i", perm);
         r.alloc = time_calls(reps, calls, [&] { y = ppermute(x, "i", perm); });
         r.kept = time_calls(reps, calls, [&] { ppermute(x, "i", perm, y); });
+        const auto plan = ppermute_plan(x, "i", perm);
+        r.planned = time_calls(reps, calls, [&] { execute(plan, x, y); });
         const auto count = static_cast<std::size_t>(n);
         Blocks in_blocks(blocks(x), count), out_blocks(blocks(y), count);
         const auto &in = in_blocks.host(), &out = out_blocks.host();

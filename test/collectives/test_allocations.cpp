@@ -58,10 +58,10 @@ long count_news(int times, Fn&& fn) {
   return news;
 }
 
-// operator new calls of three rounds of every kept-output collective, after a warm-up round, per size: one element
-// per device and chunk (all_to_all and psum_scatter split each block into nd chunks), the small calls whose overhead
-// this guards; and 9216 elements (72 KiB of doubles, a multiple of every nd up to 6: reductions across processes
-// take the reduce-scatter path there).
+// operator new calls of three rounds of every kept-output collective (and of executed plans), after a warm-up round,
+// per size: one element per device and chunk (all_to_all and psum_scatter split each block into nd chunks), the small
+// calls whose overhead this guards; and 9216 elements (72 KiB of doubles, a multiple of every nd up to 6: reductions
+// across processes take the reduce-scatter path there).
 void require_kept_collectives_allocate_nothing() {
   const int64_t nd = device_count();
   const Mesh mesh = make_mesh({nd}, {"i"});
@@ -76,6 +76,9 @@ void require_kept_collectives_allocate_nothing() {
     auto y3 = all_to_all(x, "i", 0, 0);
     auto y4 = ppermute(x, "i", shift);
     auto y5 = psum_scatter(x, "i", 0);
+    const auto plan0 = psum_plan(x, "i");
+    const auto plan2 = all_gather_plan(x, "i", 0, tiled);
+    const auto plan4 = ppermute_plan(x, "i", shift);
     const auto run = [&] {
       psum(x, "i", y0);
       pmax(x, "i", y1);
@@ -83,6 +86,9 @@ void require_kept_collectives_allocate_nothing() {
       all_to_all(x, "i", 0, 0, y3);
       ppermute(x, "i", shift, y4);
       psum_scatter(x, "i", 0, y5);
+      execute(plan0, x, y0);  // held plans (collectives/plan.hpp)
+      execute(plan2, x, y2);
+      execute(plan4, x, y4);
     };
     run();  // warm-up: plans, communicators, engines and buffers are made here
     const long n = count_news(3, run);

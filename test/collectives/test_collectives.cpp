@@ -247,7 +247,8 @@ void scribble(DistributedArray<T, N, M>& a) {
   for (const auto& s : a.addressable_shards()) Kokkos::deep_copy(s.data, static_cast<T>(77));
 }
 
-// The kept-output form of each collective writes exactly what the allocating form returns, over a scribbled output.
+// The kept-output form of each collective writes exactly what the allocating form returns, over a scribbled output;
+// so does its plan (collectives/plan.hpp), executed into fresh blocks and into the scribbled output.
 template <class T, int N>
 void kept_output_trial(std::mt19937_64& rng) {
   const Draw l = draw_layout<N>(rng);
@@ -263,11 +264,21 @@ void kept_output_trial(std::mt19937_64& rng) {
     scribble(out);
     psum(a, axis, out);
     ok = ok && bit_equal(r, out);
+    const auto plan = psum_plan(a, axis);  // the same through the call's plan, executed twice
+    ok = ok && bit_equal(r, execute(plan, a));
+    scribble(out);
+    execute(plan, a, out);
+    ok = ok && bit_equal(r, out);
   }
   {
     auto r = psum_scatter(a, axis, dim), out = psum_scatter(a, axis, dim);
     scribble(out);
     psum_scatter(a, axis, dim, out);
+    ok = ok && bit_equal(r, out);
+    const auto plan = psum_scatter_plan(a, axis, dim);  // the same through the call's plan, executed twice
+    ok = ok && bit_equal(r, execute(plan, a));
+    scribble(out);
+    execute(plan, a, out);
     ok = ok && bit_equal(r, out);
   }
   {
@@ -275,11 +286,21 @@ void kept_output_trial(std::mt19937_64& rng) {
     scribble(out);
     all_gather(a, axis, dim, tiled, out);
     ok = ok && bit_equal(r, out);
+    const auto plan = all_gather_plan(a, axis, dim, tiled);  // the same through the call's plan, executed twice
+    ok = ok && bit_equal(r, execute(plan, a));
+    scribble(out);
+    execute(plan, a, out);
+    ok = ok && bit_equal(r, out);
   }
   {
     auto r = all_gather(a, axis, dim, stacked), out = all_gather(a, axis, dim, stacked);
     scribble(out);
     all_gather(a, axis, dim, stacked, out);
+    ok = ok && bit_equal(r, out);
+    const auto plan = all_gather_plan(a, axis, dim, stacked);  // the same through the call's plan, executed twice
+    ok = ok && bit_equal(r, execute(plan, a));
+    scribble(out);
+    execute(plan, a, out);
     ok = ok && bit_equal(r, out);
   }
   {
@@ -287,6 +308,11 @@ void kept_output_trial(std::mt19937_64& rng) {
     auto r = all_to_all(a, axis, dim, cat), out = all_to_all(a, axis, dim, cat);
     scribble(out);
     all_to_all(a, axis, dim, cat, out);
+    ok = ok && bit_equal(r, out);
+    const auto plan = all_to_all_plan(a, axis, dim, cat);  // the same through the call's plan, executed twice
+    ok = ok && bit_equal(r, execute(plan, a));
+    scribble(out);
+    execute(plan, a, out);
     ok = ok && bit_equal(r, out);
   }
   {
@@ -298,13 +324,18 @@ void kept_output_trial(std::mt19937_64& rng) {
     scribble(out);
     ppermute(a, axis, perm, out);  // devices no pair names get zeros again, not the scribble
     ok = ok && bit_equal(r, out);
+    const auto plan = ppermute_plan(a, axis, perm);  // the same through the call's plan, executed twice
+    ok = ok && bit_equal(r, execute(plan, a));
+    scribble(out);
+    execute(plan, a, out);
+    ok = ok && bit_equal(r, out);
   }
   REQUIRE(all_ok(ok));
 }
 
 }  // namespace
 
-TEST_CASE("kept-output forms write bit for bit what the allocating forms return") {
+TEST_CASE("kept-output forms and executed plans write bit for bit what the allocating forms return") {
   std::mt19937_64 rng(606);
   for (int trial = 0; trial < 8; ++trial) {
     kept_output_trial<double, 1>(rng);

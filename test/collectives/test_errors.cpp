@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "collectives_test_util.hpp"
@@ -149,6 +150,48 @@ TEST_CASE("DARRAY_CHECK=1: processes calling different collectives fail instead 
   const Mesh mesh = make_mesh({2, device_count() / 2}, {"a", "b"});
   const auto a = operand<float, 1>({device_count()}, NamedSharding(mesh, P(axes("a", "b"))));
   DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, psum(a, process_index() == 1 ? "b" : "a"),
+                            "processes disagree on the collective operation (DARRAY_CHECK)",
+                            "process 0 runs \"psum((\"a\"))", "process 1 runs \"psum((\"b\"))");
+}
+
+TEST_CASE("a collective plan runs only on the operand and into the output it was made for") {
+  const int64_t nd = device_count();
+  const auto a = operand<float, 1>({2 * nd}, line(P("x")));
+  const auto longer = operand<float, 1>({4 * nd}, line(P("x")));
+  const auto replicated = operand<float, 1>({2 * nd}, line(P()));
+  const auto plan = psum_plan(a, "x");
+  REQUIRE(std::string(plan.name()) == "psum");
+  REQUIRE((plan.shape() == a.shape() && plan.sharding() == a.sharding()));
+  auto out = execute(plan, a);
+  REQUIRE((plan.out_shape() == out.shape() && plan.out_sharding() == out.sharding()));
+  const std::string made = "plan made for an operand of shape " + shape_to_string(a.shape()) + " sharded as " +
+                           a.sharding().to_string() + " executed on one of shape ";
+  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, execute(plan, longer), "darray::psum", made.c_str(),
+                            shape_to_string(longer.shape()).c_str());
+  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, execute(plan, replicated, out), made.c_str(),
+                            replicated.sharding().to_string().c_str());
+  // An output of another shape: named with the one expected, and left as it was.
+  auto other = execute(psum_plan(longer, "x"), longer);
+  const std::vector<float> before = process_allgather(other);
+  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, execute(plan, a, other), "output array of shape",
+                            ("expected shape " + shape_to_string(plan.out_shape())).c_str());
+  REQUIRE(all_ok(process_allgather(other) == before));
+  // Plans of the other collectives check the same way.
+  const auto gather = all_gather_plan(a, "x", 0, stacked);
+  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, execute(gather, longer), "darray::all_gather", made.c_str());
+  std::vector<std::pair<int, int>> shift;
+  for (int i = 0; i < static_cast<int>(nd); ++i) shift.emplace_back(i, (i + 1) % static_cast<int>(nd));
+  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, execute(ppermute_plan(a, "x", shift), replicated), "darray::ppermute",
+                            made.c_str());
+}
+
+TEST_CASE("DARRAY_CHECK=1: processes executing different collective plans fail instead of hanging") {
+  if (!consistency_checks_enabled() || process_count() < 2 || device_count() % 2 != 0) return;
+  const Mesh mesh = make_mesh({2, device_count() / 2}, {"a", "b"});
+  const auto a = operand<float, 1>({device_count()}, NamedSharding(mesh, P(axes("a", "b"))));
+  const auto over_a = psum_plan(a, "a");
+  const auto over_b = psum_plan(a, "b");
+  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, execute(process_index() == 1 ? over_b : over_a, a),
                             "processes disagree on the collective operation (DARRAY_CHECK)",
                             "process 0 runs \"psum((\"a\"))", "process 1 runs \"psum((\"b\"))");
 }

@@ -75,7 +75,7 @@ TEST_CASE("a small all_gather's replica blocks are copied whole from the first; 
   for (const int64_t per_device : {int64_t{1}, int64_t{16384}}) {
     const Shape shape{n * per_device};
     const bool small = static_cast<std::size_t>(n * per_device) * sizeof(double) <= detail::replica_copy_max_bytes;
-    const detail::CollectivePlan plan = detail::build_all_gather_plan(s, shape, 0, 0, false);
+    const detail::CollectiveSchedule plan = detail::build_all_gather_plan(s, shape, 0, 0, false);
     const detail::MoveList moves = detail::collective_moves(plan, sizeof(double));
     // Every result block is the whole array: the first takes this process's k blocks; when small, the other k - 1
     // take it whole after the run; else each takes the k blocks itself.

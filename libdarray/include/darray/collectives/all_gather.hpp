@@ -13,22 +13,25 @@
 #include "darray/collectives/detail/execute.hpp"
 #include "darray/collectives/detail/move_plans.hpp"
 #include "darray/collectives/detail/plan.hpp"
+#include "darray/collectives/plan.hpp"
 
 namespace darray {
 
 namespace detail {
 // The cached plan of all_gather(a, axis, dim, tiled | stacked), after the call's checks.
-template <class T, int N, class M>
-std::shared_ptr<const CollectivePlan> all_gather_plan(const DistributedArray<T, N, M>& a, const std::string& axis,
-                                                      int dim, bool stacked) {
+template <class T, int N, class M, int R>
+CollectivePlan<T, N, M, R> all_gather_plan(const DistributedArray<T, N, M>& a, const std::string& axis, int dim) {
   constexpr const char* api = "all_gather";
-  check_collective_call(
+  constexpr bool stacked = R == N + 1;
+  std::string args = checked_call_args(
       api, a, [&] { return "\"" + axis + "\", dim=" + std::to_string(dim) + (stacked ? ", stacked" : ", tiled"); });
   const int x = resolve_axis(api, a.sharding().mesh(), axis);
-  const int d = normalize_dim(api, "dim", dim, stacked ? N + 1 : N);
+  const int d = normalize_dim(api, "dim", dim, R);
   const auto code = stacked ? CollectiveCode::all_gather_stacked : CollectiveCode::all_gather;
-  return cached_plan(plan_lookup_key(code, a.sharding(), a.shape(), {x, d}),
-                     [&] { return build_all_gather_plan(a.sharding(), a.shape(), x, d, stacked); });
+  auto plan = cached_plan(plan_lookup_key(code, a.sharding(), a.shape(), {x, d}),
+                          [&] { return build_all_gather_plan(a.sharding(), a.shape(), x, d, stacked); });
+  return CollectivePlanAccess::wrap<T, N, M, R>(api, std::move(plan), /*reduction=*/false, ReduceOp::sum,
+                                                std::move(args));
 }
 }  // namespace detail
 
@@ -38,16 +41,20 @@ std::shared_ptr<const CollectivePlan> all_gather_plan(const DistributedArray<T, 
 // Collective over all processes.
 template <class T, int N, class M>
 DistributedArray<T, N, M> all_gather(const DistributedArray<T, N, M>& a, const std::string& axis, int dim, tiled_t) {
-  const auto plan = detail::all_gather_plan(a, axis, dim, /*stacked=*/false);
-  return detail::execute_plan<N>("all_gather", *plan, a, /*reduction=*/false, detail::ReduceOp::sum);
+  return detail::CollectivePlanAccess::run(detail::all_gather_plan<T, N, M, N>(a, axis, dim), a);
 }
 
 // The same into `out`, an array shaped and sharded as the result (e.g. a previous call's): no allocation.
 template <class T, int N, class M>
 void all_gather(const DistributedArray<T, N, M>& a, const std::string& axis, int dim, tiled_t,
                 DistributedArray<T, N, M>& out) {
-  const auto plan = detail::all_gather_plan(a, axis, dim, /*stacked=*/false);
-  detail::execute_plan<N>("all_gather", *plan, a, /*reduction=*/false, detail::ReduceOp::sum, out);
+  detail::CollectivePlanAccess::run(detail::all_gather_plan<T, N, M, N>(a, axis, dim), a, out);
+}
+
+// The plan of all_gather(a, axis, dim, tiled), for execute (collectives/plan.hpp).
+template <class T, int N, class M>
+CollectivePlan<T, N, M> all_gather_plan(const DistributedArray<T, N, M>& a, const std::string& axis, int dim, tiled_t) {
+  return detail::all_gather_plan<T, N, M, N>(a, axis, dim);
 }
 
 // stacked: a new dim of size n (the axis size) inserted at `dim`, 0 .. N (negative counts from the end of the
@@ -58,8 +65,7 @@ template <class T, int N, class M>
 DistributedArray<T, N + 1, M> all_gather(const DistributedArray<T, N, M>& a, const std::string& axis, int dim,
                                          stacked_t) {
   static_assert(N < 8, "all_gather(stacked): the result would have more than 8 dims (Kokkos' limit)");
-  const auto plan = detail::all_gather_plan(a, axis, dim, /*stacked=*/true);
-  return detail::execute_plan<N + 1>("all_gather", *plan, a, /*reduction=*/false, detail::ReduceOp::sum);
+  return detail::CollectivePlanAccess::run(detail::all_gather_plan<T, N, M, N + 1>(a, axis, dim), a);
 }
 
 // The same into `out`, an array shaped and sharded as the result (e.g. a previous call's): no allocation.
@@ -67,8 +73,15 @@ template <class T, int N, class M>
 void all_gather(const DistributedArray<T, N, M>& a, const std::string& axis, int dim, stacked_t,
                 DistributedArray<T, N + 1, M>& out) {
   static_assert(N < 8, "all_gather(stacked): the result would have more than 8 dims (Kokkos' limit)");
-  const auto plan = detail::all_gather_plan(a, axis, dim, /*stacked=*/true);
-  detail::execute_plan<N + 1>("all_gather", *plan, a, /*reduction=*/false, detail::ReduceOp::sum, out);
+  detail::CollectivePlanAccess::run(detail::all_gather_plan<T, N, M, N + 1>(a, axis, dim), a, out);
+}
+
+// The plan of all_gather(a, axis, dim, stacked), for execute (collectives/plan.hpp).
+template <class T, int N, class M>
+CollectivePlan<T, N, M, N + 1> all_gather_plan(const DistributedArray<T, N, M>& a, const std::string& axis, int dim,
+                                               stacked_t) {
+  static_assert(N < 8, "all_gather(stacked): the result would have more than 8 dims (Kokkos' limit)");
+  return detail::all_gather_plan<T, N, M, N + 1>(a, axis, dim);
 }
 
 }  // namespace darray

@@ -12,6 +12,7 @@
 #include "darray/collectives/detail/execute.hpp"
 #include "darray/collectives/detail/move_plans.hpp"
 #include "darray/collectives/detail/plan.hpp"
+#include "darray/collectives/plan.hpp"
 
 namespace darray {
 
@@ -21,36 +22,35 @@ namespace darray {
 // is the minor axis of concat_dim's entry the global array is unchanged and only its layout moves: a pencil
 // transpose. E.g. shape (4, 8) sharded P(none, "x") on 2 devices with split_dim 0, concat_dim 1 gives the same
 // (4, 8) values sharded P("x", none). Only the tiled form exists, for the reason given at psum_scatter.
-// Collective over all processes.
-namespace detail {
+// Collective over all processes. all_to_all_plan: the plan of the call, for execute (collectives/plan.hpp).
 template <class T, int N, class M>
-std::shared_ptr<const CollectivePlan> all_to_all_plan(const DistributedArray<T, N, M>& a, const std::string& axis,
-                                                      int split_dim, int concat_dim) {
+CollectivePlan<T, N, M> all_to_all_plan(const DistributedArray<T, N, M>& a, const std::string& axis, int split_dim,
+                                        int concat_dim, tiled_t = tiled) {
   constexpr const char* api = "all_to_all";
-  detail::check_collective_call(api, a, [&] {
+  std::string args = detail::checked_call_args(api, a, [&] {
     return "\"" + axis + "\", split_dim=" + std::to_string(split_dim) + ", concat_dim=" + std::to_string(concat_dim);
   });
   const int x = detail::resolve_axis(api, a.sharding().mesh(), axis);
   const int s = detail::normalize_dim(api, "split_dim", split_dim, N);
   const int c = detail::normalize_dim(api, "concat_dim", concat_dim, N);
-  return cached_plan(detail::plan_lookup_key(detail::CollectiveCode::all_to_all, a.sharding(), a.shape(), {x, s, c}),
-                     [&] { return detail::build_all_to_all_plan(a.sharding(), a.shape(), x, s, c); });
+  auto plan = detail::cached_plan(
+      detail::plan_lookup_key(detail::CollectiveCode::all_to_all, a.sharding(), a.shape(), {x, s, c}),
+      [&] { return detail::build_all_to_all_plan(a.sharding(), a.shape(), x, s, c); });
+  return detail::CollectivePlanAccess::wrap<T, N, M, N>(api, std::move(plan), /*reduction=*/false,
+                                                        detail::ReduceOp::sum, std::move(args));
 }
-}  // namespace detail
 
 template <class T, int N, class M>
 DistributedArray<T, N, M> all_to_all(const DistributedArray<T, N, M>& a, const std::string& axis, int split_dim,
                                      int concat_dim, tiled_t = tiled) {
-  const auto plan = detail::all_to_all_plan(a, axis, split_dim, concat_dim);
-  return detail::execute_plan<N>("all_to_all", *plan, a, /*reduction=*/false, detail::ReduceOp::sum);
+  return detail::CollectivePlanAccess::run(all_to_all_plan(a, axis, split_dim, concat_dim), a);
 }
 
 // The same into `out`, an array shaped and sharded as the result (e.g. a previous call's): no allocation.
 template <class T, int N, class M>
 void all_to_all(const DistributedArray<T, N, M>& a, const std::string& axis, int split_dim, int concat_dim,
                 DistributedArray<T, N, M>& out) {
-  const auto plan = detail::all_to_all_plan(a, axis, split_dim, concat_dim);
-  detail::execute_plan<N>("all_to_all", *plan, a, /*reduction=*/false, detail::ReduceOp::sum, out);
+  detail::CollectivePlanAccess::run(all_to_all_plan(a, axis, split_dim, concat_dim), a, out);
 }
 
 }  // namespace darray

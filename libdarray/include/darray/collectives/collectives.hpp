@@ -29,6 +29,7 @@
 #include "darray/collectives/all_to_all.hpp"
 #include "darray/collectives/axis.hpp"
 #include "darray/collectives/broadcast.hpp"
+#include "darray/collectives/plan.hpp"
 #include "darray/collectives/ppermute.hpp"
 #include "darray/collectives/psum_scatter.hpp"
 #include "darray/collectives/reductions.hpp"

@@ -13,47 +13,46 @@
 #include "darray/collectives/detail/execute.hpp"
 #include "darray/collectives/detail/move_plans.hpp"
 #include "darray/collectives/detail/plan.hpp"
+#include "darray/collectives/plan.hpp"
 
 namespace darray {
 
 // perm: (source, dest) pairs of axis indices in 0 .. axis_size - 1, each index at most once as a source and at most
 // once as a dest. Source and dest blocks must have equal shapes. The result keeps the operand's shape and sharding.
 // A partial perm over an axis the operand is replicated along is an error: the zeros would make the replicas
-// differ. Collective over all processes.
-namespace detail {
+// differ. Collective over all processes. ppermute_plan: the plan of this call, for execute (collectives/plan.hpp).
 template <class T, int N, class M>
-std::shared_ptr<const CollectivePlan> ppermute_plan(const DistributedArray<T, N, M>& a, const std::string& axis,
-                                                    const std::vector<std::pair<int, int>>& perm) {
+CollectivePlan<T, N, M> ppermute_plan(const DistributedArray<T, N, M>& a, const std::string& axis,
+                                      const std::vector<std::pair<int, int>>& perm) {
   constexpr const char* api = "ppermute";
-  detail::check_collective_call(api, a,
-                                [&] { return std::string("\"" + axis + "\", perm=" + detail::perm_text(perm)); });
+  std::string args =
+      detail::checked_call_args(api, a, [&] { return "\"" + axis + "\", perm=" + detail::perm_text(perm); });
   const int x = detail::resolve_axis(api, a.sharding().mesh(), axis);
   detail::PlanKey& key = detail::plan_lookup_key(detail::CollectiveCode::ppermute, a.sharding(), a.shape(), {x});
   for (const auto& [from, to] : perm) {
     key.params.push_back(from);
     key.params.push_back(to);
   }
-  return detail::cached_plan(key, [&] {
+  auto plan = detail::cached_plan(key, [&] {
     std::vector<std::pair<int64_t, int64_t>> pairs;
     for (const auto& [from, to] : perm) pairs.emplace_back(from, to);
     return detail::build_ppermute_plan(a.sharding(), a.shape(), x, pairs);
   });
+  return detail::CollectivePlanAccess::wrap<T, N, M, N>(api, std::move(plan), /*reduction=*/false,
+                                                        detail::ReduceOp::sum, std::move(args));
 }
-}  // namespace detail
 
 template <class T, int N, class M>
 DistributedArray<T, N, M> ppermute(const DistributedArray<T, N, M>& a, const std::string& axis,
                                    const std::vector<std::pair<int, int>>& perm) {
-  const auto plan = detail::ppermute_plan(a, axis, perm);
-  return detail::execute_plan<N>("ppermute", *plan, a, /*reduction=*/false, detail::ReduceOp::sum);
+  return detail::CollectivePlanAccess::run(ppermute_plan(a, axis, perm), a);
 }
 
 // The same into `out`, an array shaped and sharded like `a` (not sharing its blocks): no allocation.
 template <class T, int N, class M>
 void ppermute(const DistributedArray<T, N, M>& a, const std::string& axis, const std::vector<std::pair<int, int>>& perm,
               DistributedArray<T, N, M>& out) {
-  const auto plan = detail::ppermute_plan(a, axis, perm);
-  detail::execute_plan<N>("ppermute", *plan, a, /*reduction=*/false, detail::ReduceOp::sum, out);
+  detail::CollectivePlanAccess::run(ppermute_plan(a, axis, perm), a, out);
 }
 
 }  // namespace darray

@@ -12,6 +12,7 @@
 #include "darray/collectives/detail/execute.hpp"
 #include "darray/collectives/detail/plan.hpp"
 #include "darray/collectives/detail/reduce_plan.hpp"
+#include "darray/collectives/plan.hpp"
 
 namespace darray {
 
@@ -20,34 +21,33 @@ namespace darray {
 // appended (as the minor axis) to the entry of `dim`: e.g. shape (16,) sharded P("x") over 4 devices gives shape
 // (4,) sharded P("x"), the sum of the four blocks, one element per device. Only the tiled form exists: JAX's
 // tiled=False drops `dim`, and with it the only dim along which the differing chunks could be laid out.
-// Collective over all processes.
-namespace detail {
+// Collective over all processes. psum_scatter_plan: the plan of the call, for execute (collectives/plan.hpp).
 template <class T, int N, class M>
-std::shared_ptr<const CollectivePlan> psum_scatter_plan(const DistributedArray<T, N, M>& a, const std::string& axis,
-                                                        int dim) {
+CollectivePlan<T, N, M> psum_scatter_plan(const DistributedArray<T, N, M>& a, const std::string& axis, int dim,
+                                          tiled_t = tiled) {
   constexpr const char* api = "psum_scatter";
-  detail::check_collective_call(api, a, [&] { return std::string("\"" + axis + "\", dim=" + std::to_string(dim)); });
+  std::string args =
+      detail::checked_call_args(api, a, [&] { return std::string("\"" + axis + "\", dim=" + std::to_string(dim)); });
   const int x = detail::resolve_axis(api, a.sharding().mesh(), axis);
   const int d = detail::normalize_dim(api, "dim", dim, N);
-  return detail::cached_plan(
+  auto plan = detail::cached_plan(
       detail::plan_lookup_key(detail::CollectiveCode::psum_scatter, a.sharding(), a.shape(), {x, d}),
       [&] { return detail::build_reduce_plan(api, a.sharding(), a.shape(), {x}, d); });
+  return detail::CollectivePlanAccess::wrap<T, N, M, N>(api, std::move(plan), /*reduction=*/true, detail::ReduceOp::sum,
+                                                        std::move(args));
 }
-}  // namespace detail
 
 template <class T, int N, class M>
 DistributedArray<T, N, M> psum_scatter(const DistributedArray<T, N, M>& a, const std::string& axis, int dim,
                                        tiled_t = tiled) {
-  const auto plan = detail::psum_scatter_plan(a, axis, dim);
-  return detail::execute_plan<N>("psum_scatter", *plan, a, /*reduction=*/true, detail::ReduceOp::sum);
+  return detail::CollectivePlanAccess::run(psum_scatter_plan(a, axis, dim), a);
 }
 
 // The same into `out`, an array shaped and sharded as the result (e.g. a previous call's): no allocation.
 template <class T, int N, class M>
 void psum_scatter(const DistributedArray<T, N, M>& a, const std::string& axis, int dim,
                   DistributedArray<T, N, M>& out) {
-  const auto plan = detail::psum_scatter_plan(a, axis, dim);
-  detail::execute_plan<N>("psum_scatter", *plan, a, /*reduction=*/true, detail::ReduceOp::sum, out);
+  detail::CollectivePlanAccess::run(psum_scatter_plan(a, axis, dim), a, out);
 }
 
 }  // namespace darray

@@ -14,79 +14,83 @@
 #include "darray/collectives/detail/execute.hpp"
 #include "darray/collectives/detail/plan.hpp"
 #include "darray/collectives/detail/reduce_plan.hpp"
+#include "darray/collectives/plan.hpp"
 
 namespace darray {
 namespace detail {
 
 template <class T, int N, class M>
-std::shared_ptr<const CollectivePlan> reduction_plan(CollectiveCode code, ReduceOp op,
-                                                     const DistributedArray<T, N, M>& a, const AxisNames& axes) {
+CollectivePlan<T, N, M> reduction_plan(CollectiveCode code, ReduceOp op, const DistributedArray<T, N, M>& a,
+                                       const AxisNames& axes) {
   const char* api = to_string(op);
-  check_collective_call(api, a, [&] { return quoted_list(axes.names()); });
+  std::string args = checked_call_args(api, a, [&] { return quoted_list(axes.names()); });
   PlanKey& key = plan_lookup_key(code, a.sharding(), a.shape());
   resolve_axes(api, a.sharding().mesh(), axes, key.params);
-  return cached_plan(key, [&] {
+  auto plan = cached_plan(key, [&] {
     const std::vector<int> positions(key.params.begin(), key.params.end());
     return build_reduce_plan(api, a.sharding(), a.shape(), positions, -1);
   });
-}
-
-template <class T, int N, class M>
-DistributedArray<T, N, M> run_reduction(CollectiveCode code, ReduceOp op, const DistributedArray<T, N, M>& a,
-                                        const AxisNames& axes) {
-  const auto plan = reduction_plan(code, op, a, axes);
-  return execute_plan<N>(to_string(op), *plan, a, /*reduction=*/true, op);
-}
-
-template <class T, int N, class M>
-void run_reduction(CollectiveCode code, ReduceOp op, const DistributedArray<T, N, M>& a, const AxisNames& axes,
-                   DistributedArray<T, N, M>& out) {
-  const auto plan = reduction_plan(code, op, a, axes);
-  execute_plan<N>(to_string(op), *plan, a, /*reduction=*/true, op, out);
+  return CollectivePlanAccess::wrap<T, N, M, N>(api, std::move(plan), /*reduction=*/true, op, std::move(args));
 }
 
 }  // namespace detail
+
+// The plans of psum, pmax and pmin(a, axes), for execute (collectives/plan.hpp).
+template <class T, int N, class M>
+CollectivePlan<T, N, M> psum_plan(const DistributedArray<T, N, M>& a, const AxisNames& axes) {
+  return detail::reduction_plan(detail::CollectiveCode::psum, detail::ReduceOp::sum, a, axes);
+}
+template <class T, int N, class M>
+CollectivePlan<T, N, M> pmax_plan(const DistributedArray<T, N, M>& a, const AxisNames& axes) {
+  static_assert(!detail::is_kokkos_complex<T>::value, "pmax: complex numbers have no order; use a real element type");
+  return detail::reduction_plan(detail::CollectiveCode::pmax, detail::ReduceOp::max, a, axes);
+}
+template <class T, int N, class M>
+CollectivePlan<T, N, M> pmin_plan(const DistributedArray<T, N, M>& a, const AxisNames& axes) {
+  static_assert(!detail::is_kokkos_complex<T>::value, "pmin: complex numbers have no order; use a real element type");
+  return detail::reduction_plan(detail::CollectiveCode::pmin, detail::ReduceOp::min, a, axes);
+}
 
 // Sum of the blocks of each group of devices that differ only along `axes`. Blocks of a group must have equal
 // shapes (InvalidArgument otherwise). Result: same block shape, spec without `axes`; e.g. shape (8,) sharded
 // P("i") over 8 devices gives shape (1,) replicated, holding the sum of the 8 blocks. Collective over all processes.
 template <class T, int N, class M>
 DistributedArray<T, N, M> psum(const DistributedArray<T, N, M>& a, const AxisNames& axes) {
-  return detail::run_reduction(detail::CollectiveCode::psum, detail::ReduceOp::sum, a, axes);
+  return detail::CollectivePlanAccess::run(psum_plan(a, axes), a);
 }
 
 // The same into `out`, an array shaped and sharded as the result (e.g. a previous call's): no allocation.
 template <class T, int N, class M>
 void psum(const DistributedArray<T, N, M>& a, const AxisNames& axes, DistributedArray<T, N, M>& out) {
-  detail::run_reduction(detail::CollectiveCode::psum, detail::ReduceOp::sum, a, axes, out);
+  detail::CollectivePlanAccess::run(psum_plan(a, axes), a, out);
 }
 
 // Element-wise maximum over the groups, as psum. Real element types only (complex numbers have no order).
 template <class T, int N, class M>
 DistributedArray<T, N, M> pmax(const DistributedArray<T, N, M>& a, const AxisNames& axes) {
   static_assert(!detail::is_kokkos_complex<T>::value, "pmax: complex numbers have no order; use a real element type");
-  return detail::run_reduction(detail::CollectiveCode::pmax, detail::ReduceOp::max, a, axes);
+  return detail::CollectivePlanAccess::run(pmax_plan(a, axes), a);
 }
 
 // The same into `out`, an array shaped and sharded as the result (e.g. a previous call's): no allocation.
 template <class T, int N, class M>
 void pmax(const DistributedArray<T, N, M>& a, const AxisNames& axes, DistributedArray<T, N, M>& out) {
   static_assert(!detail::is_kokkos_complex<T>::value, "pmax: complex numbers have no order; use a real element type");
-  detail::run_reduction(detail::CollectiveCode::pmax, detail::ReduceOp::max, a, axes, out);
+  detail::CollectivePlanAccess::run(pmax_plan(a, axes), a, out);
 }
 
 // Element-wise minimum over the groups, as psum. Real element types only.
 template <class T, int N, class M>
 DistributedArray<T, N, M> pmin(const DistributedArray<T, N, M>& a, const AxisNames& axes) {
   static_assert(!detail::is_kokkos_complex<T>::value, "pmin: complex numbers have no order; use a real element type");
-  return detail::run_reduction(detail::CollectiveCode::pmin, detail::ReduceOp::min, a, axes);
+  return detail::CollectivePlanAccess::run(pmin_plan(a, axes), a);
 }
 
 // The same into `out`, an array shaped and sharded as the result (e.g. a previous call's): no allocation.
 template <class T, int N, class M>
 void pmin(const DistributedArray<T, N, M>& a, const AxisNames& axes, DistributedArray<T, N, M>& out) {
   static_assert(!detail::is_kokkos_complex<T>::value, "pmin: complex numbers have no order; use a real element type");
-  detail::run_reduction(detail::CollectiveCode::pmin, detail::ReduceOp::min, a, axes, out);
+  detail::CollectivePlanAccess::run(pmin_plan(a, axes), a, out);
 }
 
 }  // namespace darray

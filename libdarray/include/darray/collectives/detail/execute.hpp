@@ -1,4 +1,4 @@
-// Runs a CollectivePlan on an operand into the result blocks (allocated, or kept by the caller): reductions combine
+// Runs a CollectiveSchedule on an operand into the result blocks (allocated, or kept by the caller): reductions combine
 // the slots locally and run one allreduce per process component; movements (all_gather, all_to_all, ppermute) are
 // a MoveList run by the exchange engine, straight from the operand blocks into the result blocks.
 #pragma once
@@ -73,7 +73,7 @@ void on_host(Kokkos::View<T*, M> data, bool copy_back, Step&& step) {
 // The transport of this process's component, looked up once per plan and Environment (Transport::group canonicalises
 // the colors). Collective the first time. The plan must have colors.
 template <class T, class M>
-Transport& reduce_group_transport(const CollectivePlan& plan) {
+Transport& reduce_group_transport(const CollectiveSchedule& plan) {
   Transport& base = reduce_transport<T, M>();
   const int which = base.backend() == Backend::nccl ? 1 : 0;
   return *plan.reduce_group[which].get(0, [&] { return &base.group(plan.colors); });
@@ -81,7 +81,7 @@ Transport& reduce_group_transport(const CollectivePlan& plan) {
 
 // The MPI communicator of this process's reduction group (the MPI transport's group even when reductions run on
 // NCCL), cached in the plan like reduce_group_transport's. Collective over all processes the first time.
-inline MPI_Comm mpi_reduce_comm(const CollectivePlan& plan) {
+inline MPI_Comm mpi_reduce_comm(const CollectiveSchedule& plan) {
   Transport* t = plan.reduce_group[0].get(0, [&] { return &transport(Backend::mpi).group(plan.colors); });
   return dynamic_cast<MpiTransport&>(*t).comm();
 }
@@ -89,7 +89,7 @@ inline MPI_Comm mpi_reduce_comm(const CollectivePlan& plan) {
 // The operand block of each plan target (plan.targets order), in a buffer reused by every call on this thread. The
 // operand's shards are in the plan's local-device order; a mismatch (never expected) is an internal error.
 template <class T, int N, class M>
-const std::vector<const T*>& operand_blocks(const CollectivePlan& plan, const DistributedArray<T, N, M>& a) {
+const std::vector<const T*>& operand_blocks(const CollectiveSchedule& plan, const DistributedArray<T, N, M>& a) {
   static thread_local std::vector<const T*> blocks;
   const auto& shards = a.addressable_shards();
   DARRAY_THROW_IF(
@@ -108,20 +108,20 @@ const std::vector<const T*>& operand_blocks(const CollectivePlan& plan, const Di
 // What the processes of a reduction must agree on (operation, element type, length) as a fingerprint, and this
 // process's line of the mismatch error (comm/detail/same_reduction.hpp: an allreduce carries no tag).
 template <class T>
-std::uint64_t reduction_fingerprint(ReduceOp op, const CollectivePlan& plan) {
+std::uint64_t reduction_fingerprint(ReduceOp op, const CollectiveSchedule& plan) {
   return mix_fingerprint(
       mix_fingerprint(static_cast<std::uint64_t>(op) + 1, static_cast<std::uint64_t>(dtype_code<T>())),
       static_cast<std::uint64_t>(plan.slot_elements));
 }
 
 template <class T>
-std::string describe_reduction(ReduceOp op, const CollectivePlan& plan) {
+std::string describe_reduction(ReduceOp op, const CollectiveSchedule& plan) {
   return "process " + std::to_string(process_index()) + ": " + to_string(op) + " of " +
          std::to_string(plan.slot_elements) + " x " + dtype_name<T>();
 }
 
 template <class T>
-void check_same_reduction_of(MPI_Comm comm, ReduceOp op, const CollectivePlan& plan) {
+void check_same_reduction_of(MPI_Comm comm, ReduceOp op, const CollectiveSchedule& plan) {
   check_same_reduction(comm, reduction_fingerprint<T>(op, plan), "collective reduction",
                        [&] { return describe_reduction<T>(op, plan); });
 }
@@ -130,7 +130,7 @@ void check_same_reduction_of(MPI_Comm comm, ReduceOp op, const CollectivePlan& p
 // not null, else in place), the fingerprint riding with the data (reduce_with_fingerprint: records up to 16 MiB, then
 // the data's MPI_Allreduce); on a mismatch every process throws the same InvalidArgument. Collective over comm.
 template <class T>
-void reduce_across(MPI_Comm comm, const T* send, T* data, ReduceOp op, const CollectivePlan& plan) {
+void reduce_across(MPI_Comm comm, const T* send, T* data, ReduceOp op, const CollectiveSchedule& plan) {
   using R = typename ReduceScalar<T>::type;
   const auto combine = op == ReduceOp::sum   ? &combine_record_payload<R, ReduceOp::sum>
                        : op == ReduceOp::max ? &combine_record_payload<R, ReduceOp::max>
@@ -178,7 +178,7 @@ void combine_slot(const Exec& space, const Slot& slot, const std::vector<const T
 // the plan's targets (a result made from them, or a kept output checked against the plan's shape and sharding);
 // `fresh`: a result just allocated, which cannot share a block with the operand.
 template <class T, int R, class M, class Exec>
-bool reduce_in_result_blocks(const Exec& space, const CollectivePlan& plan, const std::vector<const T*>& operand,
+bool reduce_in_result_blocks(const Exec& space, const CollectiveSchedule& plan, const std::vector<const T*>& operand,
                              ReduceOp op, const std::vector<Shard<T, R, M>>& out, bool fresh) {
   if (!direct_host_access<M>() || plan.slot_block.empty()) return false;
   const bool across = !plan.colors.empty() && plan.component_size > 1;
@@ -215,8 +215,8 @@ bool reduce_in_result_blocks(const Exec& space, const CollectivePlan& plan, cons
 // Local combine of each slot, then one allreduce over the component. Collective over all processes when the plan
 // has colors (the component communicator is created on first use), over the component afterwards.
 template <class T, class M, class Exec>
-Kokkos::View<T*, M> reduce_slots(const Exec& space, const CollectivePlan& plan, const std::vector<const T*>& operand,
-                                 ReduceOp op) {
+Kokkos::View<T*, M> reduce_slots(const Exec& space, const CollectiveSchedule& plan,
+                                 const std::vector<const T*>& operand, ReduceOp op) {
   const auto slots = cached_view<Kokkos::View<T*, M>>("darray::slots", static_cast<std::size_t>(plan.slot_elements));
   for (const Slot& slot : plan.slots) combine_slot(space, slot, operand, op, slots.data() + slot.offset);
   detail::fence(space);  // MPI and NCCL read what the kernels wrote
@@ -251,7 +251,7 @@ constexpr std::size_t replica_copy_max_bytes = std::size_t(64) << 10;
 
 // For each target, the earlier target whose block it repeats and takes whole after the run (replica_copy_max_bytes),
 // or -1. Both blocks must be filled entirely by their copies (no zero fill), so the whole block is the result.
-inline std::vector<int> replica_leads(const CollectivePlan& plan, std::size_t bytes) {
+inline std::vector<int> replica_leads(const CollectiveSchedule& plan, std::size_t bytes) {
   const std::size_t n = plan.targets.size();
   std::vector<int> lead(n, -1);
   std::vector<int64_t> covered(n, 0), copies(n, 0);
@@ -284,7 +284,7 @@ inline std::vector<int> replica_leads(const CollectivePlan& plan, std::size_t by
 // The plan's movement as the engine's MoveList for elements of `bytes` bytes. Buffer k is the operand block and the
 // result block of plan.targets[k]; a received piece lands in the first result region that needs it and is copied to
 // the others; small replica blocks are copied whole from their lead (replica_leads).
-inline MoveList collective_moves(const CollectivePlan& plan, std::size_t bytes) {
+inline MoveList collective_moves(const CollectiveSchedule& plan, std::size_t bytes) {
   std::unordered_map<int64_t, int> buffer;
   for (std::size_t k = 0; k < plan.targets.size(); ++k) buffer.emplace(plan.targets[k].device.id, static_cast<int>(k));
   auto region = [](int b, const Shape& shape, const Shape& start) {
@@ -341,7 +341,7 @@ inline MoveList collective_moves(const CollectivePlan& plan, std::size_t bytes) 
 }
 
 // The engine of a movement plan for elements of `bytes` bytes, built once per plan and element size.
-inline const MoveEngine& collective_engine(const CollectivePlan& plan, std::size_t bytes) {
+inline const MoveEngine& collective_engine(const CollectiveSchedule& plan, std::size_t bytes) {
   auto it = plan.engines.find(bytes);
   if (it == plan.engines.end())
     it = plan.engines
@@ -352,7 +352,7 @@ inline const MoveEngine& collective_engine(const CollectivePlan& plan, std::size
 
 // Checks `out` against the plan's result (shape, sharding) for the kept-output forms.
 template <class T, int R, class M>
-void check_kept_output(const char* api, const CollectivePlan& plan, const DistributedArray<T, R, M>& out) {
+void check_kept_output(const char* api, const CollectiveSchedule& plan, const DistributedArray<T, R, M>& out) {
   DARRAY_THROW_IF(out.shape() != plan.out_shape || out.sharding() != plan.out_sharding, InvalidArgument, api,
                   "output array of shape " << shape_to_string(out.shape()) << " sharded as " << out.sharding()
                                            << "; expected shape " << shape_to_string(plan.out_shape) << " sharded as "
@@ -362,9 +362,11 @@ void check_kept_output(const char* api, const CollectivePlan& plan, const Distri
 // Runs the plan on operand a into the result blocks `out` (one per target, in target order). reduction: slots
 // carry the data (psum, pmax, pmin, psum_scatter), else pieces do. `fresh`: the blocks were just allocated (zero
 // fill done by the allocation).
+// engine: collective_engine(plan, sizeof(T)) when the caller holds it (movement plans), else found here.
 template <int R, class T, int N, class M>
-void execute_plan_into(const char* api, const CollectivePlan& plan, const DistributedArray<T, N, M>& a, bool reduction,
-                       ReduceOp op, const std::vector<Shard<T, R, M>>& out, bool fresh) {
+void execute_plan_into(const char* api, const CollectiveSchedule& plan, const DistributedArray<T, N, M>& a,
+                       bool reduction, ReduceOp op, const std::vector<Shard<T, R, M>>& out, bool fresh,
+                       const MoveEngine* engine = nullptr) {
   (void)api;
   using Exec = typename M::execution_space;
   const Exec& space = default_instance<Exec>();
@@ -392,17 +394,18 @@ void execute_plan_into(const char* api, const CollectivePlan& plan, const Distri
     detail::fence(space);
     return;
   }
-  const MoveEngine& engine = collective_engine(plan, sizeof(T));
+  if (!engine) engine = &collective_engine(plan, sizeof(T));
   static thread_local std::vector<T*> dst;
   dst.resize(out.size());
   for (std::size_t k = 0; k < out.size(); ++k) dst[k] = out[k].data.data();
-  engine.run<T, M>(operand, dst);
+  engine->run<T, M>(operand, dst);
 }
 
 // The result of the plan on operand a (rank R may differ from N: all_gather stacked), in fresh blocks.
 template <int R, class T, int N, class M>
-DistributedArray<T, R, M> execute_plan(const char* api, const CollectivePlan& plan, const DistributedArray<T, N, M>& a,
-                                       bool reduction, ReduceOp op) {
+DistributedArray<T, R, M> execute_plan(const char* api, const CollectiveSchedule& plan,
+                                       const DistributedArray<T, N, M>& a, bool reduction, ReduceOp op,
+                                       const MoveEngine* engine = nullptr) {
   using Exec = typename M::execution_space;
   static thread_local std::string label;  // reused: no allocation per call once warm
   label.assign("darray::").append(api);
@@ -418,17 +421,17 @@ DistributedArray<T, R, M> execute_plan(const char* api, const CollectivePlan& pl
         s.data = std::move(v);
         if (t.zero_fill) fill_kernel(default_instance<Exec>(), s.data.data(), static_cast<int64_t>(s.data.size()), T{});
       });
-  execute_plan_into<R>(api, plan, a, reduction, op, out, /*fresh=*/true);
+  execute_plan_into<R>(api, plan, a, reduction, op, out, /*fresh=*/true, engine);
   return detail::adopt_shards<T, R, M>(plan.out_shape, plan.out_sharding, std::move(out));
 }
 
 // The same into `out`, an array already sharded as the result (a previous call's result): no allocation.
 template <int R, class T, int N, class M>
-void execute_plan(const char* api, const CollectivePlan& plan, const DistributedArray<T, N, M>& a, bool reduction,
-                  ReduceOp op, DistributedArray<T, R, M>& out) {
+void execute_plan(const char* api, const CollectiveSchedule& plan, const DistributedArray<T, N, M>& a, bool reduction,
+                  ReduceOp op, DistributedArray<T, R, M>& out, const MoveEngine* engine = nullptr) {
   check_kept_output(api, plan, out);
   // The shards' views share their data: writing through them writes `out`.
-  execute_plan_into<R>(api, plan, a, reduction, op, out.addressable_shards(), /*fresh=*/false);
+  execute_plan_into<R>(api, plan, a, reduction, op, out.addressable_shards(), /*fresh=*/false, engine);
 }
 
 }  // namespace detail

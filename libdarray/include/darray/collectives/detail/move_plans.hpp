@@ -56,7 +56,7 @@ class ReplicaHolders {
 // Collects the copies and pieces of a movement plan.
 class MovePlanner {
  public:
-  MovePlanner(CollectivePlan& plan, const NamedSharding& operand, const Shape& shape)
+  MovePlanner(CollectiveSchedule& plan, const NamedSharding& operand, const Shape& shape)
       : m_plan(plan), m_operand(operand), m_shape(shape), m_replicas(operand, shape.size()), m_me(process_index()) {}
 
   // Result region (dst_start, extent) of target t comes from `source`'s block, viewed with shape src_shape, at
@@ -117,7 +117,7 @@ class MovePlanner {
   Index box_of(const Device& d) const { return m_operand.index(m_shape, d); }
 
  private:
-  CollectivePlan& m_plan;
+  CollectiveSchedule& m_plan;
   const NamedSharding& m_operand;
   const Shape& m_shape;
   ReplicaHolders m_replicas;
@@ -128,8 +128,8 @@ class MovePlanner {
 
 // all_gather over one axis: tiled concatenates the group's blocks along dim (uneven sizes along dim allowed),
 // stacked inserts a new dim at `dim` (0 .. rank) holding them in axis order.
-inline CollectivePlan build_all_gather_plan(const NamedSharding& s, const Shape& shape, int axis, int dim,
-                                            bool stacked) {
+inline CollectiveSchedule build_all_gather_plan(const NamedSharding& s, const Shape& shape, int axis, int dim,
+                                                bool stacked) {
   constexpr const char* api = "all_gather";
   const AxisGroups groups(s.mesh(), {axis});
   const Mesh& mesh = s.mesh();
@@ -158,7 +158,7 @@ inline CollectivePlan build_all_gather_plan(const NamedSharding& s, const Shape&
       b[d] = gs.extent[g];
     return b;
   };
-  CollectivePlan plan(out_sharding, derive_result_shape(api, out_sharding, out_rank, block_of, shape, s));
+  CollectiveSchedule plan(out_sharding, derive_result_shape(api, out_sharding, out_rank, block_of, shape, s));
   set_components(plan, process_components(groups, process_count(), process_index()));
 
   MovePlanner planner(plan, s, shape);
@@ -191,8 +191,8 @@ inline CollectivePlan build_all_gather_plan(const NamedSharding& s, const Shape&
 
 // all_to_all over one axis (tiled): the device with axis index i receives chunk i (along split_dim) of every block
 // of its group, concatenated along concat_dim in axis order.
-inline CollectivePlan build_all_to_all_plan(const NamedSharding& s, const Shape& shape, int axis, int split_dim,
-                                            int concat_dim) {
+inline CollectiveSchedule build_all_to_all_plan(const NamedSharding& s, const Shape& shape, int axis, int split_dim,
+                                                int concat_dim) {
   constexpr const char* api = "all_to_all";
   const AxisGroups groups(s.mesh(), {axis});
   const Mesh& mesh = s.mesh();
@@ -214,7 +214,7 @@ inline CollectivePlan build_all_to_all_plan(const NamedSharding& s, const Shape&
     }
     return b;
   };
-  CollectivePlan plan(out_sharding, derive_result_shape(api, out_sharding, shape.size(), block_of, shape, s));
+  CollectiveSchedule plan(out_sharding, derive_result_shape(api, out_sharding, shape.size(), block_of, shape, s));
   set_components(plan, process_components(groups, process_count(), process_index()));
 
   MovePlanner planner(plan, s, shape);
@@ -248,8 +248,8 @@ inline CollectivePlan build_all_to_all_plan(const NamedSharding& s, const Shape&
 
 // ppermute over one axis: the device with axis index dest receives the block of the device with axis index source
 // for every (source, dest) pair; devices no pair names as dest get zeros. The result keeps the operand's sharding.
-inline CollectivePlan build_ppermute_plan(const NamedSharding& s, const Shape& shape, int axis,
-                                          const std::vector<std::pair<int64_t, int64_t>>& perm) {
+inline CollectiveSchedule build_ppermute_plan(const NamedSharding& s, const Shape& shape, int axis,
+                                              const std::vector<std::pair<int64_t, int64_t>>& perm) {
   constexpr const char* api = "ppermute";
   const AxisGroups groups(s.mesh(), {axis});
   const Mesh& mesh = s.mesh();
@@ -295,7 +295,7 @@ inline CollectivePlan build_ppermute_plan(const NamedSharding& s, const Shape& s
                                 << "), so the result cannot differ along it; shard a dim over \"" << name
                                 << "\" or give every axis index a source");
 
-  CollectivePlan plan(s, shape);
+  CollectiveSchedule plan(s, shape);
   set_components(plan, process_components(groups, process_count(), process_index()));
   MovePlanner planner(plan, s, shape);
   const Shape origin(shape.size(), 0);

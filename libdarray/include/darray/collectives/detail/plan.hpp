@@ -1,8 +1,9 @@
-// CollectivePlan: what one process does for one collective, derived from replicated metadata alone (no
+// CollectiveSchedule: what one process does for one collective, derived from replicated metadata alone (no
 // communication): the result's sharding and shape, the result block of each local device, the reduction slots of
 // this process's component, the pieces it sends and receives, and the copies that assemble each result block.
 // Plans hold element counts, not bytes, so one plan serves every element type; they are cached by their inputs.
 // The layer's internals live in detail::coll, so short names (Piece, Copy, Slot) never meet other layers' ones.
+// The public CollectivePlan (collectives/plan.hpp) holds one, with what its execution needs.
 #pragma once
 
 #include <cstddef>
@@ -78,12 +79,15 @@ struct Slot {
   std::vector<std::size_t> members;  // this process's devices in the group (their positions in targets), combined first
 };
 
-struct CollectivePlan {
-  CollectivePlan(NamedSharding sharding, Shape shape)
+struct CollectiveSchedule {
+  CollectiveSchedule(NamedSharding sharding, Shape shape)
       : out_sharding(std::move(sharding)), out_shape(std::move(shape)) {}
 
   NamedSharding out_sharding;
   Shape out_shape;
+  // The operand it was planned for (set from the cache key by cached_plan).
+  NamedSharding in_sharding = out_sharding;
+  Shape in_shape;
   std::vector<Target> targets;  // this process's devices of the mesh, in local-device order
   std::vector<Copy> copies;
   std::vector<Slot> slots;
@@ -140,8 +144,8 @@ struct PlanKeyHasher {
   }
 };
 
-inline PlanCache<PlanKey, const CollectivePlan, PlanKeyHasher>& collective_plan_cache() {
-  static PlanCache<PlanKey, const CollectivePlan, PlanKeyHasher> cache(256);
+inline PlanCache<PlanKey, const CollectiveSchedule, PlanKeyHasher>& collective_plan_cache() {
+  static PlanCache<PlanKey, const CollectiveSchedule, PlanKeyHasher> cache(256);
   return cache;
 }
 
@@ -160,8 +164,13 @@ inline PlanKey& plan_lookup_key(CollectiveCode code, const NamedSharding& shardi
 
 // The cached plan for key, built by build() on a miss.
 template <class Build>
-std::shared_ptr<const CollectivePlan> cached_plan(const PlanKey& key, Build&& build) {
-  return collective_plan_cache().get(key, [&] { return std::make_shared<const CollectivePlan>(build()); });
+std::shared_ptr<const CollectiveSchedule> cached_plan(const PlanKey& key, Build&& build) {
+  return collective_plan_cache().get(key, [&] {
+    auto plan = std::make_shared<CollectiveSchedule>(build());
+    plan->in_sharding = key.sharding;
+    plan->in_shape = key.shape;
+    return std::shared_ptr<const CollectiveSchedule>(std::move(plan));
+  });
 }
 
 }  // namespace detail

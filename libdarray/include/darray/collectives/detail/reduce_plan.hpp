@@ -27,7 +27,7 @@ namespace detail {
 
 // plan.slot_block of a reduction plan: when every copy takes a whole slot to the origin of a result block of the
 // slot's shape and every slot has a copy, the target of each slot's first copy; otherwise empty.
-inline std::vector<std::size_t> whole_slot_blocks(const CollectivePlan& plan) {
+inline std::vector<std::size_t> whole_slot_blocks(const CollectiveSchedule& plan) {
   constexpr std::size_t none = std::numeric_limits<std::size_t>::max();
   std::vector<std::size_t> first(plan.slots.size(), none);
   const auto zero = [](const Shape& v) { return std::all_of(v.begin(), v.end(), [](int64_t x) { return x == 0; }); };
@@ -46,8 +46,8 @@ inline std::vector<std::size_t> whole_slot_blocks(const CollectivePlan& plan) {
 
 // scatter_dim < 0: psum/pmax/pmin (every device keeps its group's whole reduced block); otherwise psum_scatter
 // along that (normalized) dim over the single axis in `axes`.
-inline CollectivePlan build_reduce_plan(const char* api, const NamedSharding& s, const Shape& shape,
-                                        const std::vector<int>& axes, int scatter_dim) {
+inline CollectiveSchedule build_reduce_plan(const char* api, const NamedSharding& s, const Shape& shape,
+                                            const std::vector<int>& axes, int scatter_dim) {
   const AxisGroups groups(s.mesh(), axes);
   const Mesh& mesh = s.mesh();
   const int64_t n = groups.group_size();
@@ -72,7 +72,7 @@ inline CollectivePlan build_reduce_plan(const char* api, const NamedSharding& s,
     if (scatter_dim >= 0) b[d] /= n;
     return b;
   };
-  CollectivePlan plan(out_sharding, derive_result_shape(api, out_sharding, rank, block_of, shape, s));
+  CollectiveSchedule plan(out_sharding, derive_result_shape(api, out_sharding, rank, block_of, shape, s));
 
   const int me = process_index();
   const ProcessComponents comps = process_components(groups, process_count(), me);

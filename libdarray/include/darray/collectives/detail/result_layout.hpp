@@ -92,7 +92,7 @@ Shape derive_result_shape(const char* api, const NamedSharding& out, std::size_t
 
 // One target per device of this process in the mesh, in local-device order (the order of a DistributedArray's
 // shards). Returns the position of each target's device in the mesh.
-inline std::vector<int64_t> add_targets(CollectivePlan& plan) {
+inline std::vector<int64_t> add_targets(CollectiveSchedule& plan) {
   std::vector<int64_t> positions;
   const Mesh& mesh = plan.out_sharding.mesh();
   for (const Device& d : local_devices()) {
@@ -106,7 +106,7 @@ inline std::vector<int64_t> add_targets(CollectivePlan& plan) {
 }
 
 // Colors of the process components and each process's rank in its component's communicator.
-inline void set_components(CollectivePlan& plan, const ProcessComponents& comps) {
+inline void set_components(CollectiveSchedule& plan, const ProcessComponents& comps) {
   plan.colors = comps.colors;
   plan.component_size = comps.component_size;
   if (plan.colors.empty()) return;
