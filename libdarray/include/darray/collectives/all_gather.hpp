@@ -23,7 +23,7 @@ template <class T, int N, class M, int R>
 CollectivePlan<T, N, M, R> all_gather_plan(const DistributedArray<T, N, M>& a, const std::string& axis, int dim) {
   constexpr const char* api = "all_gather";
   constexpr bool stacked = R == N + 1;
-  std::string args = checked_call_args(
+  auto args = checked_call_args(
       api, a, [&] { return "\"" + axis + "\", dim=" + std::to_string(dim) + (stacked ? ", stacked" : ", tiled"); });
   const int x = resolve_axis(api, a.sharding().mesh(), axis);
   const int d = normalize_dim(api, "dim", dim, R);

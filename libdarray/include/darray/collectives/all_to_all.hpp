@@ -27,7 +27,7 @@ template <class T, int N, class M>
 CollectivePlan<T, N, M> all_to_all_plan(const DistributedArray<T, N, M>& a, const std::string& axis, int split_dim,
                                         int concat_dim, tiled_t = tiled) {
   constexpr const char* api = "all_to_all";
-  std::string args = detail::checked_call_args(api, a, [&] {
+  auto args = detail::checked_call_args(api, a, [&] {
     return "\"" + axis + "\", split_dim=" + std::to_string(split_dim) + ", concat_dim=" + std::to_string(concat_dim);
   });
   const int x = detail::resolve_axis(api, a.sharding().mesh(), axis);

@@ -47,7 +47,7 @@ class CollectivePlan {
  private:
   friend struct detail::CollectivePlanAccess;
   CollectivePlan(const char* api, std::shared_ptr<const detail::CollectiveSchedule> plan, bool reduction,
-                 detail::ReduceOp op, std::string args)
+                 detail::ReduceOp op, std::shared_ptr<const std::string> args)
       : m_plan(std::move(plan)), m_api(api), m_reduction(reduction), m_op(op), m_args(std::move(args)) {
     if (!m_reduction) m_engine = &detail::collective_engine(*m_plan, sizeof(T));
   }
@@ -57,7 +57,9 @@ class CollectivePlan {
   const char* m_api;
   bool m_reduction;
   detail::ReduceOp m_op;
-  std::string m_args;  // the call's arguments as text, made under DARRAY_CHECK only
+  // The call's arguments as text, made under DARRAY_CHECK only (a pointer: an empty std::string still costs a copy
+  // of its inline buffer per call).
+  std::shared_ptr<const std::string> m_args;
 };
 
 namespace detail {
@@ -74,39 +76,42 @@ struct CollectivePlanAccess {
                                                          << a.sharding());
   }
 
+  // What execute() checks before it runs a held plan: the call across processes (DARRAY_CHECK; its text names the
+  // operand, so processes whose operands differ fail alike there), then the operand against the plan.
   template <class T, int N, class M, int R>
   static void check_call(const CollectivePlan<T, N, M, R>& plan, const DistributedArray<T, N, M>& a) {
-    check_collective_call(plan.m_api, a, plan.m_args);
+    if (plan.m_args) check_collective_call(plan.m_api, a, *plan.m_args);
+    check_operand(plan, a);
   }
 
+  // Runs the plan on a, whose shape and sharding the caller has checked (or made the plan from).
   template <class T, int N, class M, int R>
   static DistributedArray<T, R, M> run(const CollectivePlan<T, N, M, R>& plan, const DistributedArray<T, N, M>& a) {
-    check_operand(plan, a);
     return execute_plan<R>(plan.m_api, *plan.m_plan, a, plan.m_reduction, plan.m_op, plan.m_engine);
   }
 
   template <class T, int N, class M, int R>
   static void run(const CollectivePlan<T, N, M, R>& plan, const DistributedArray<T, N, M>& a,
                   DistributedArray<T, R, M>& out) {
-    check_operand(plan, a);
     execute_plan<R>(plan.m_api, *plan.m_plan, a, plan.m_reduction, plan.m_op, out, plan.m_engine);
   }
 
-  // The public plan around a cached plan; args: the call's arguments as text (empty unless DARRAY_CHECK is on).
+  // The public plan around a cached plan; args: the call's arguments as text (null unless DARRAY_CHECK is on).
   template <class T, int N, class M, int R>
   static CollectivePlan<T, N, M, R> wrap(const char* api, std::shared_ptr<const detail::CollectiveSchedule> plan,
-                                         bool reduction, ReduceOp op, std::string args) {
+                                         bool reduction, ReduceOp op, std::shared_ptr<const std::string> args) {
     return CollectivePlan<T, N, M, R>(api, std::move(plan), reduction, op, std::move(args));
   }
 };
 
 // What each collective's plan function does first: the DARRAY_CHECK comparison of the call across processes, with
-// the arguments' text made only when that check is on. Returns that text (empty when off) for the plan to keep.
+// the arguments' text made only when that check is on. Returns that text (null when off) for the plan to keep.
 template <class T, int N, class M, class Describe>
-std::string checked_call_args(const char* api, const DistributedArray<T, N, M>& a, Describe&& describe_args) {
-  if (!consistency_checks_enabled()) return {};
-  std::string args = describe_args();
-  check_collective_call(api, a, args);
+std::shared_ptr<const std::string> checked_call_args(const char* api, const DistributedArray<T, N, M>& a,
+                                                     Describe&& describe_args) {
+  if (!consistency_checks_enabled()) return nullptr;
+  auto args = std::make_shared<const std::string>(describe_args());
+  check_collective_call(api, a, *args);
   return args;
 }
 

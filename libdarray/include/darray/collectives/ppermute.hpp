@@ -25,13 +25,15 @@ template <class T, int N, class M>
 CollectivePlan<T, N, M> ppermute_plan(const DistributedArray<T, N, M>& a, const std::string& axis,
                                       const std::vector<std::pair<int, int>>& perm) {
   constexpr const char* api = "ppermute";
-  std::string args =
-      detail::checked_call_args(api, a, [&] { return "\"" + axis + "\", perm=" + detail::perm_text(perm); });
+  auto args = detail::checked_call_args(api, a, [&] { return "\"" + axis + "\", perm=" + detail::perm_text(perm); });
   const int x = detail::resolve_axis(api, a.sharding().mesh(), axis);
   detail::PlanKey& key = detail::plan_lookup_key(detail::CollectiveCode::ppermute, a.sharding(), a.shape(), {x});
+  const std::size_t first = key.params.size();  // filled through a pointer: push_back would reload the vector's end
+  key.params.resize(first + 2 * perm.size());
+  int64_t* param = key.params.data() + first;
   for (const auto& [from, to] : perm) {
-    key.params.push_back(from);
-    key.params.push_back(to);
+    *param++ = from;
+    *param++ = to;
   }
   auto plan = detail::cached_plan(key, [&] {
     std::vector<std::pair<int64_t, int64_t>> pairs;

@@ -26,7 +26,7 @@ template <class T, int N, class M>
 CollectivePlan<T, N, M> psum_scatter_plan(const DistributedArray<T, N, M>& a, const std::string& axis, int dim,
                                           tiled_t = tiled) {
   constexpr const char* api = "psum_scatter";
-  std::string args =
+  auto args =
       detail::checked_call_args(api, a, [&] { return std::string("\"" + axis + "\", dim=" + std::to_string(dim)); });
   const int x = detail::resolve_axis(api, a.sharding().mesh(), axis);
   const int d = detail::normalize_dim(api, "dim", dim, N);

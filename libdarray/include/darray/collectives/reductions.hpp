@@ -23,7 +23,7 @@ template <class T, int N, class M>
 CollectivePlan<T, N, M> reduction_plan(CollectiveCode code, ReduceOp op, const DistributedArray<T, N, M>& a,
                                        const AxisNames& axes) {
   const char* api = to_string(op);
-  std::string args = checked_call_args(api, a, [&] { return quoted_list(axes.names()); });
+  auto args = checked_call_args(api, a, [&] { return quoted_list(axes.names()); });
   PlanKey& key = plan_lookup_key(code, a.sharding(), a.shape());
   resolve_axes(api, a.sharding().mesh(), axes, key.params);
   auto plan = cached_plan(key, [&] {
