@@ -270,6 +270,19 @@ void kept_output_trial(std::mt19937_64& rng) {
     execute(plan, a, out);
     ok = ok && bit_equal(r, out);
   }
+  {  // pmax and pmin: the call and its plan, allocating and kept
+    auto r = pmax(a, axis), out = pmax(a, axis);
+    scribble(out);
+    execute(pmax_plan(a, axis), a, out);
+    ok = ok && bit_equal(r, out) && bit_equal(r, execute(pmax_plan(a, axis), a));
+    auto q = pmin(a, axis), out_min = pmin(a, axis);
+    scribble(out_min);
+    pmin(a, axis, out_min);
+    ok = ok && bit_equal(q, out_min);
+    scribble(out_min);
+    execute(pmin_plan(a, axis), a, out_min);
+    ok = ok && bit_equal(q, out_min) && bit_equal(q, execute(pmin_plan(a, axis), a));
+  }
   {
     auto r = psum_scatter(a, axis, dim), out = psum_scatter(a, axis, dim);
     scribble(out);
