@@ -5,7 +5,6 @@
 
 #include <sstream>
 #include <string>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -35,15 +34,6 @@ void check_collective_call(const char* api, const DistributedArray<T, N, M>& a, 
   if (!consistency_checks_enabled()) return;
   check_consistent(world_comm(), std::string(api) + "(" + args + ") on " + describe_operand(a.shape(), a.sharding()) +
                                      " dtype " + dtype_name<T>());
-}
-
-// The same with the arguments' text made by describe_args() only when DARRAY_CHECK is on: without it a call builds
-// no strings (they cost more than a small collective's data movement).
-template <class T, int N, class M, class Describe,
-          class = std::enable_if_t<std::is_invocable_r<std::string, Describe>::value>>
-void check_collective_call(const char* api, const DistributedArray<T, N, M>& a, Describe&& describe_args) {
-  if (!consistency_checks_enabled()) return;
-  check_collective_call(api, a, static_cast<const std::string&>(describe_args()));
 }
 
 inline std::string perm_text(const std::vector<std::pair<int, int>>& perm) {

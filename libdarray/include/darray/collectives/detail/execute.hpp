@@ -362,11 +362,11 @@ void check_kept_output(const char* api, const CollectiveSchedule& plan, const Di
 // Runs the plan on operand a into the result blocks `out` (one per target, in target order). reduction: slots
 // carry the data (psum, pmax, pmin, psum_scatter), else pieces do. `fresh`: the blocks were just allocated (zero
 // fill done by the allocation).
-// engine: collective_engine(plan, sizeof(T)) when the caller holds it (movement plans), else found here.
+// engine: collective_engine(plan, sizeof(T)) for movement plans (the CollectivePlan holds it), null for reductions.
 template <int R, class T, int N, class M>
 void execute_plan_into(const char* api, const CollectiveSchedule& plan, const DistributedArray<T, N, M>& a,
                        bool reduction, ReduceOp op, const std::vector<Shard<T, R, M>>& out, bool fresh,
-                       const MoveEngine* engine = nullptr) {
+                       const MoveEngine* engine) {
   (void)api;
   using Exec = typename M::execution_space;
   const Exec& space = default_instance<Exec>();
@@ -394,7 +394,6 @@ void execute_plan_into(const char* api, const CollectiveSchedule& plan, const Di
     detail::fence(space);
     return;
   }
-  if (!engine) engine = &collective_engine(plan, sizeof(T));
   static thread_local std::vector<T*> dst;
   dst.resize(out.size());
   for (std::size_t k = 0; k < out.size(); ++k) dst[k] = out[k].data.data();
@@ -405,7 +404,7 @@ void execute_plan_into(const char* api, const CollectiveSchedule& plan, const Di
 template <int R, class T, int N, class M>
 DistributedArray<T, R, M> execute_plan(const char* api, const CollectiveSchedule& plan,
                                        const DistributedArray<T, N, M>& a, bool reduction, ReduceOp op,
-                                       const MoveEngine* engine = nullptr) {
+                                       const MoveEngine* engine) {
   using Exec = typename M::execution_space;
   static thread_local std::string label;  // reused: no allocation per call once warm
   label.assign("darray::").append(api);
@@ -428,7 +427,7 @@ DistributedArray<T, R, M> execute_plan(const char* api, const CollectiveSchedule
 // The same into `out`, an array already sharded as the result (a previous call's result): no allocation.
 template <int R, class T, int N, class M>
 void execute_plan(const char* api, const CollectiveSchedule& plan, const DistributedArray<T, N, M>& a, bool reduction,
-                  ReduceOp op, DistributedArray<T, R, M>& out, const MoveEngine* engine = nullptr) {
+                  ReduceOp op, DistributedArray<T, R, M>& out, const MoveEngine* engine) {
   check_kept_output(api, plan, out);
   // The shards' views share their data: writing through them writes `out`.
   execute_plan_into<R>(api, plan, a, reduction, op, out.addressable_shards(), /*fresh=*/false, engine);
