@@ -5,9 +5,11 @@
 #include <map>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "array_test_util.hpp"
+#include "darray/array/detail/shard_lists.hpp"
 #include "darray/array/memory.hpp"
 #include "darray/collectives/reductions.hpp"
 #include "darray/redistribute/migrate.hpp"
@@ -146,6 +148,84 @@ TEST_CASE("a freed shard is handed out again from the cache") {
   REQUIRE(all_ok(ok));
   // The reused blocks hold the new array's values, not the old ones.
   REQUIRE(all_ok(is_iota(b)));
+}
+
+TEST_CASE("an array's shard list serves the next result: its views released at once, its storage reused") {
+  const Shape shape{4 * device_count(), 3};
+  Shard<double, 2>::view_type kept;
+  const Slice* first_index = nullptr;
+  {
+    auto a = iota<double, 2>(shape, row_sharding());
+    if (!a.addressable_shards().empty()) {
+      kept = a.addressable_shards()[0].data;
+      first_index = a.addressable_shards()[0].index.data();
+    }
+  }
+  // The view the array held is gone (the copy kept here is the block's only owner), so the block returns as before.
+  bool ok = local_device_count() == 0 || kept.use_count() == 1;
+  // The next array of the type takes the list: its first index lives where the old one's did, and holds its own box.
+  const auto b = iota<double, 2>(shape, row_sharding());
+  if (!b.addressable_shards().empty()) ok = ok && b.addressable_shards()[0].index.data() == first_index;
+  INFO("kept view's use count " << kept.use_count());
+  REQUIRE(all_ok(ok));
+  REQUIRE(all_ok(is_iota(b)));
+  // And a collective's result that comes from a reused list names its own devices, boxes and replica ids.
+  auto y = psum(b, "x");
+  y = psum(b, "x");
+  const auto again = psum(b, "x");
+  REQUIRE(all_ok(again.addressable_shards().size() == y.addressable_shards().size()));
+  const std::vector<Device> devices = local_devices();
+  for (std::size_t k = 0; k < again.addressable_shards().size(); ++k) {
+    const auto& s = again.addressable_shards()[k];
+    const Device& d = devices[k];
+    REQUIRE(s.device == d);
+    REQUIRE(s.index == again.sharding().index(again.shape(), d));
+    REQUIRE(s.replica_id == again.sharding().replica_id(d));
+  }
+}
+
+TEST_CASE("the shard list pool keeps a bounded number of lists and outlives none of its arrays") {
+  // A shard type of its own (rank 7), so the pool starts empty here.
+  using S = Shard<float, 7, Kokkos::HostSpace>;
+  using Pool = detail::ShardListPool<S>;
+  std::vector<detail::ShardList<S>> lists;
+  for (std::size_t k = 0; k < Pool::kept_lists + 1; ++k) {
+    lists.push_back(Pool::take(2));
+    for (S& s : lists.back().shards) s.index.assign(7, Slice{0, 1});
+    lists.back().shape.assign(7, 1);
+  }
+  std::vector<const Slice*> given;
+  for (detail::ShardList<S>& list : lists) {
+    given.push_back(list.shards[0].index.data());
+    Pool::give(list.shape, list.shards);
+  }
+  for (std::size_t k = 0; k < Pool::kept_lists; ++k) REQUIRE(lists[k].shards.empty());  // moved into the pool
+  REQUIRE(lists.back().shards.size() == 2);  // the pool was full: left to its owner to free
+  // Taken back last given first, their storage as it was; then new lists.
+  for (std::size_t k = Pool::kept_lists; k-- > 0;) {
+    const detail::ShardList<S> list = Pool::take(1);
+    REQUIRE(list.shards[0].index.data() == given[k]);
+    REQUIRE(list.shape.capacity() >= 7);
+  }
+  REQUIRE(Pool::take(1).shards[0].index.capacity() == 0);
+  {
+    detail::ShardList<S> long_list = Pool::take(Pool::max_shards + 1);
+    Pool::give(long_list.shape, long_list.shards);
+    REQUIRE(long_list.shards.size() == Pool::max_shards + 1);  // not kept: left to its owner to free
+  }
+  // An object of a thread that goes after the thread's pool (constructed before it, so destroyed after it) gives
+  // its list back to no pool instead of a destroyed one (sanitizer and valgrind runs would report the latter).
+  std::thread([] {
+    struct Holder {
+      Shape shape{1};
+      std::vector<S> shards{S{}};
+      ~Holder() { Pool::give(shape, shards); }
+    };
+    static thread_local Holder holder;
+    holder.shards[0].index.assign(7, Slice{0, 1});
+    detail::ShardList<S> list = Pool::take(1);  // the pool, constructed after the holder
+    Pool::give(list.shape, list.shards);
+  }).join();
 }
 
 TEST_CASE("zeros from a reused block are zero") {

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "darray/array/detail/shard_lists.hpp"
 #include "darray/array/dtype.hpp"
 #include "darray/array/shard.hpp"
 #include "darray/core/error.hpp"
@@ -45,6 +46,20 @@ class DistributedArray {
   using shard_type = Shard<T, N, MemorySpace>;
   using view_type = typename shard_type::view_type;
   static constexpr int rank = N;
+
+  DistributedArray(const DistributedArray&) = default;
+  DistributedArray(DistributedArray&&) = default;
+  DistributedArray& operator=(const DistributedArray&) = default;
+  DistributedArray& operator=(DistributedArray&& other) noexcept {
+    if (this != &other) {
+      release();
+      m_shape = std::move(other.m_shape);
+      m_sharding = std::move(other.m_sharding);
+      m_shards = std::move(other.m_shards);
+    }
+    return *this;
+  }
+  ~DistributedArray() { release(); }
 
   const Shape& shape() const { return m_shape; }
   const NamedSharding& sharding() const { return m_sharding; }
@@ -86,6 +101,9 @@ class DistributedArray {
 
   DistributedArray(Shape shape, NamedSharding sharding, std::vector<shard_type> shards)
       : m_shape(std::move(shape)), m_sharding(std::move(sharding)), m_shards(std::move(shards)) {}
+
+  // The shard list goes to the pool the next result's comes from (array/detail/shard_lists.hpp).
+  void release() noexcept { detail::ShardListPool<shard_type>::give(m_shape, m_shards); }
 
   Shape m_shape;
   NamedSharding m_sharding;

@@ -46,9 +46,9 @@ std::vector<Shard<T, N, M>> allocate_shards(const NamedSharding& sharding, const
   for (const Device& d : local_devices())
     if (sharding.mesh().contains(d))
       shards.push_back(Shard<T, N, M>{d, sharding.index(shape, d), sharding.replica_id(d), {}});
-  auto views = allocate_views<T, N, M>(
-      "darray::reshard", shards.size(), [&](std::size_t k) { return box_shape(shards[k].index); }, false);
-  for (std::size_t k = 0; k < shards.size(); ++k) shards[k].data = std::move(views[k]);
+  detail::allocate_views_each<T, N, M>(
+      "darray::reshard", shards.size(), [&](std::size_t k) { return box_shape(shards[k].index); },
+      false, [&](std::size_t k) -> auto& { return shards[k].data; });
   return shards;
 }
 

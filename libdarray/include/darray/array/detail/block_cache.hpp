@@ -463,7 +463,7 @@ bool try_cached_view(View& out, std::string_view label, Extents... extents) {
   CachedBlock block;
   CachedBlockRecord<M>* record = nullptr;
   if (!try_cached_record<M>(count * sizeof(T), label, block, record)) return false;
-  out = view_on_record<View>(static_cast<T*>(block.data), record, extents...);
+  place_view(out, tracker_on_record(record), static_cast<T*>(block.data), extents...);
   return true;
 }
 

@@ -11,6 +11,7 @@
 
 #include "darray/array/detail/blocks.hpp"
 #include "darray/array/detail/box_copy.hpp"
+#include "darray/array/detail/shard_lists.hpp"
 #include "darray/array/detail/transport.hpp"
 #include "darray/array/detail/view.hpp"
 #include "darray/array/shard.hpp"
@@ -25,12 +26,15 @@ namespace detail {
 // block for all of them).
 template <class T, int N, class MemorySpace>
 std::vector<Shard<T, N, MemorySpace>> allocate_shards(const std::vector<DeviceBlock>& devs, bool initialize) {
-  auto views = allocate_views<T, N, MemorySpace>(
-      "darray::shard", devs.size(), [&](std::size_t k) { return box_shape(devs[k].index); }, initialize);
-  std::vector<Shard<T, N, MemorySpace>> shards;
-  shards.reserve(devs.size());
-  for (std::size_t k = 0; k < devs.size(); ++k)
-    shards.push_back(Shard<T, N, MemorySpace>{devs[k].device, devs[k].index, devs[k].replica_id, std::move(views[k])});
+  std::vector<Shard<T, N, MemorySpace>> shards = ShardListPool<Shard<T, N, MemorySpace>>::take(devs.size()).shards;
+  for (std::size_t k = 0; k < devs.size(); ++k) {
+    shards[k].device = devs[k].device;
+    shards[k].index = devs[k].index;
+    shards[k].replica_id = devs[k].replica_id;
+  }
+  allocate_views_each<T, N, MemorySpace>(
+      "darray::shard", devs.size(), [&](std::size_t k) { return box_shape(devs[k].index); },
+      initialize, [&](std::size_t k) -> auto& { return shards[k].data; });
   return shards;
 }
 

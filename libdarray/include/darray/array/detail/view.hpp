@@ -135,52 +135,76 @@ auto allocate_or_throw(const std::string& label, std::size_t bytes, const char* 
 }
 
 template <class View, std::size_t... I>
-View allocate_view_impl(const std::string& label, const Shape& shape, bool initialize, std::index_sequence<I...>) {
+void allocate_view_impl(View& slot, const std::string& label, const Shape& shape, bool initialize,
+                        std::index_sequence<I...>) {
   (void)shape;  // unused for rank 0
-  View view;
-  if (!try_cached_view(view, label, static_cast<std::size_t>(shape[I])...)) {
-    if (initialize) return View(label, static_cast<std::size_t>(shape[I])...);
-    return View(Kokkos::view_alloc(label, Kokkos::WithoutInitializing), static_cast<std::size_t>(shape[I])...);
+  if (!try_cached_view(slot, label, static_cast<std::size_t>(shape[I])...)) {
+    if (initialize)
+      slot = View(label, static_cast<std::size_t>(shape[I])...);
+    else
+      slot = View(Kokkos::view_alloc(label, Kokkos::WithoutInitializing), static_cast<std::size_t>(shape[I])...);
+    return;
   }
-  if (initialize) Kokkos::deep_copy(view, typename View::non_const_value_type());
-  return view;
+  if (initialize) Kokkos::deep_copy(slot, typename View::non_const_value_type());
 }
 
-// A view of exactly `shape`, its memory from the shard memory cache (block_cache.hpp); every shard the library
-// creates comes through here. `initialize` = false skips the zero fill for views a factory overwrites anyway.
-// Throws a darray::Error naming the bytes when the block is too large or the allocation fails.
+// `slot` becomes a view of exactly `shape`, its memory from the shard memory cache (block_cache.hpp); every shard
+// the library creates comes through here (made in place: see allocate_views_each). `initialize` = false skips the
+// zero fill for views a factory overwrites anyway. Throws a darray::Error naming the bytes when the block is too
+// large or the allocation fails.
 template <class T, int N, class MemorySpace>
-ShardView<T, N, MemorySpace> allocate_view(const std::string& label, const Shape& shape, bool initialize) {
+void allocate_view_into(ShardView<T, N, MemorySpace>& slot, const std::string& label, const Shape& shape,
+                        bool initialize) {
   const std::size_t bytes = block_bytes(label, shape, sizeof(T));
-  return allocate_or_throw(label, bytes, MemorySpace::name(), [&] {
-    return allocate_view_impl<ShardView<T, N, MemorySpace>>(label, shape, initialize, std::make_index_sequence<N>{});
+  allocate_or_throw(label, bytes, MemorySpace::name(), [&] {
+    allocate_view_impl(slot, label, shape, initialize, std::make_index_sequence<N>{});
+    return true;
   });
 }
 
-template <class View, class Record, std::size_t... I>
-View view_on_record_of_shape(typename View::pointer_type data, Record* record, const Shape& shape,
-                             std::index_sequence<I...>) {
-  (void)shape;  // unused for rank 0
-  return view_on_record<View>(data, record, static_cast<std::size_t>(shape[I])...);
+// The same as a new view.
+template <class T, int N, class MemorySpace>
+ShardView<T, N, MemorySpace> allocate_view(const std::string& label, const Shape& shape, bool initialize) {
+  ShardView<T, N, MemorySpace> view;
+  allocate_view_into<T, N, MemorySpace>(view, label, shape, initialize);
+  return view;
 }
 
-// The views of one array's local blocks, shape_of(k) the shape of block k (k < count), each handed to emit(k, view)
-// (an rvalue: Kokkos 3.4 moves a view by copying its tracker, so a view goes straight to where it is kept). With
-// the cache on they are carved from one cached block (each at a 64-byte boundary) that goes back to the cache when
-// the last view of any of them goes: one cache round trip per array instead of one per block. Otherwise, and for a
-// single block, one allocate_view each. `initialize` zero-fills. Throws like allocate_view.
-template <class T, int N, class MemorySpace, class ShapeOf, class Emit>
+template <class View, std::size_t... I>
+void place_view_of_shape(View& slot, const Kokkos::Impl::SharedAllocationTracker& track,
+                         typename View::pointer_type data, const Shape& shape, std::index_sequence<I...>) {
+  (void)shape;  // unused for rank 0
+  place_view(slot, track, data, static_cast<std::size_t>(shape[I])...);
+}
+
+// The views of one array's local blocks, shape_of(k) the shape of block k (k < count), each made in place in
+// slot_of(k), the view where it is kept (a shard's data; Kokkos 3.4 moves a view by copying its tracker, so a view
+// made elsewhere and moved there would count its block twice more). With the cache on they are carved from one
+// cached block (each at a 64-byte boundary) that goes back to the cache when the last view of any of them goes: one
+// cache round trip per array instead of one per block, one reference count increment per view. Otherwise, and for
+// a single block, one allocate_view each. `initialize` zero-fills. Throws like allocate_view.
+template <class T, int N, class MemorySpace, class ShapeOf, class SlotOf>
 void allocate_views_each(const std::string& label, std::size_t count, ShapeOf&& shape_of, bool initialize,
-                         Emit&& emit) {
+                         SlotOf&& slot_of) {
   using View = ShardView<T, N, MemorySpace>;
-  static thread_local std::vector<Shape> shapes;  // reused: no allocation per call once warm
+  // The shapes as shape_of gives them: pointers where it returns references, copies where it makes them (reused:
+  // no allocation per call once warm).
+  static thread_local std::vector<Shape> copies;
+  static thread_local std::vector<const Shape*> shapes;
   static thread_local std::vector<std::size_t> offsets;
+  constexpr bool by_reference = std::is_lvalue_reference<decltype(shape_of(std::size_t()))>::value;
+  if constexpr (!by_reference) copies.resize(count);
   shapes.resize(count);
   offsets.resize(count);
   std::size_t total = 0;
   for (std::size_t k = 0; k < count; ++k) {
-    shapes[k] = shape_of(k);
-    const std::size_t bytes = block_bytes(label, shapes[k], sizeof(T));
+    if constexpr (by_reference) {
+      shapes[k] = &shape_of(k);
+    } else {
+      copies[k] = shape_of(k);
+      shapes[k] = &copies[k];
+    }
+    const std::size_t bytes = block_bytes(label, *shapes[k], sizeof(T));
     offsets[k] = (total + 63) / 64 * 64;
     DARRAY_THROW_IF(__builtin_add_overflow(offsets[k], bytes, &total), InvalidArgument, "allocate",
                     label << ": " << count << " blocks need more than 2^64 bytes");
@@ -191,14 +215,16 @@ void allocate_views_each(const std::string& label, std::size_t count, ShapeOf&& 
                       allocate_or_throw(label, total, MemorySpace::name(),
                                         [&] { return try_cached_record<MemorySpace>(total, label, block, record); });
   if (!carved) {
-    for (std::size_t k = 0; k < count; ++k) emit(k, allocate_view<T, N, MemorySpace>(label, shapes[k], initialize));
+    for (std::size_t k = 0; k < count; ++k)
+      allocate_view_into<T, N, MemorySpace>(slot_of(k), label, *shapes[k], initialize);
     return;
   }
+  const Kokkos::Impl::SharedAllocationTracker track = tracker_on_record(record);
   for (std::size_t k = 0; k < count; ++k) {
-    View v = view_on_record_of_shape<View>(reinterpret_cast<T*>(static_cast<char*>(block.data) + offsets[k]), record,
-                                           shapes[k], std::make_index_sequence<N>{});
-    if (initialize) Kokkos::deep_copy(v, T());
-    emit(k, std::move(v));
+    View& slot = slot_of(k);
+    place_view_of_shape(slot, track, reinterpret_cast<T*>(static_cast<char*>(block.data) + offsets[k]), *shapes[k],
+                        std::make_index_sequence<N>{});
+    if (initialize) Kokkos::deep_copy(slot, T());
   }
 }
 
@@ -206,11 +232,9 @@ void allocate_views_each(const std::string& label, std::size_t count, ShapeOf&& 
 template <class T, int N, class MemorySpace, class ShapeOf>
 std::vector<ShardView<T, N, MemorySpace>> allocate_views(const std::string& label, std::size_t count,
                                                          ShapeOf&& shape_of, bool initialize) {
-  std::vector<ShardView<T, N, MemorySpace>> views;
-  views.reserve(count);
-  allocate_views_each<T, N, MemorySpace>(
-      label, count, std::forward<ShapeOf>(shape_of), initialize,
-      [&](std::size_t, ShardView<T, N, MemorySpace>&& v) { views.push_back(std::move(v)); });
+  std::vector<ShardView<T, N, MemorySpace>> views(count);
+  allocate_views_each<T, N, MemorySpace>(label, count, std::forward<ShapeOf>(shape_of), initialize,
+                                         [&](std::size_t k) -> ShardView<T, N, MemorySpace>& { return views[k]; });
   return views;
 }
 

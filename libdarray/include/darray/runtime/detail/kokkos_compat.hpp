@@ -6,6 +6,7 @@
 #include <Kokkos_Core.hpp>
 #include <cstddef>
 #include <cstring>
+#include <new>
 #include <string>
 #include <string_view>
 
@@ -131,16 +132,25 @@ class ExternalAllocationRecord : public Kokkos::Impl::SharedAllocationRecord<voi
   std::string m_long_label;
 };
 
-// A managed view of `View`'s type over `data` (extents `extents...`) whose reference count lives in `record`
-// (use count 0 on entry; the view holds the only reference on return).
-template <class View, class Record, class... Extents>
-View view_on_record(typename View::pointer_type data, Record* record, Extents... extents) {
+// A tracker holding one reference to `record` (use count 0 on entry): the views place_view makes from it share the
+// record, and it drops its own reference when it goes.
+template <class Record>
+Kokkos::Impl::SharedAllocationTracker tracker_on_record(Record* record) {
+  Kokkos::Impl::SharedAllocationTracker track;
+  track.assign_allocated_record_to_uninitialized(record);
+  return track;
+}
+
+// `slot` becomes a managed view over `data` (extents `extents...`) counted in track's record: one reference count
+// increment. Built in place, since Kokkos 3.4 moves a view by copying its tracker (an increment and a decrement).
+template <class View, class... Extents>
+void place_view(View& slot, const Kokkos::Impl::SharedAllocationTracker& track, typename View::pointer_type data,
+                Extents... extents) {
   using Unmanaged = Kokkos::View<typename View::data_type, typename View::array_layout, typename View::memory_space,
                                  Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
-  const Unmanaged wrapped(data, extents...);
-  Kokkos::Impl::SharedAllocationTracker track;
-  track.assign_allocated_record_to_uninitialized(record);  // count 1: this tracker
-  return View(track, wrapped.impl_map());                  // count 2, back to 1 when `track` goes
+  const Unmanaged wrapped(data, typename View::array_layout(extents...));  // the layout form skips a rank check
+  slot.~View();
+  new (&slot) View(track, wrapped.impl_map());
 }
 
 inline std::string kokkos_version_string() {
