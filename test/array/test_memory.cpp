@@ -137,7 +137,7 @@ TEST_CASE("a freed shard is handed out again from the cache") {
   const auto local = static_cast<std::size_t>(local_device_count());
   const std::size_t need = local * 8 * 1000 * sizeof(double);
   bool ok = freed.bytes_cached >= need;
-  // The process's shards share one cached block (allocate_views): one allocation, from the cache.
+  // The process's shards share one cached block (allocate_views_each): one allocation, from the cache.
   ok = ok && after.allocations_from_cache == 1 && after.allocations_from_system == 0;
   ok = ok && shard_pointers(b) == first;  // the very same memory
   // The block taken is the one freed, at most a size class (12.5%) and the shards' 64-byte alignment above the need.

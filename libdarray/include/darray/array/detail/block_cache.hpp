@@ -431,7 +431,7 @@ class CachedBlockRecord final : public ExternalAllocationRecord {
 };
 
 // A block of at least `bytes` from the cache of MemorySpace and the allocation record that owns it (use count 0:
-// hand it to a view at once, view_on_record), or false when the cache is off or no Environment is active.
+// hand it to a view at once, place_view), or false when the cache is off or no Environment is active.
 template <class MemorySpace>
 bool try_cached_record(std::size_t bytes, std::string_view label, CachedBlock& block,
                        CachedBlockRecord<MemorySpace>*& record) {

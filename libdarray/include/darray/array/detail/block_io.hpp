@@ -22,18 +22,20 @@
 namespace darray {
 namespace detail {
 
-// One shard per device of devs (local-device order), each view sized to its block (allocate_views: one cached
-// block for all of them).
-template <class T, int N, class MemorySpace>
-std::vector<Shard<T, N, MemorySpace>> allocate_shards(const std::vector<DeviceBlock>& devs, bool initialize) {
-  std::vector<Shard<T, N, MemorySpace>> shards = ShardListPool<Shard<T, N, MemorySpace>>::take(devs.size()).shards;
-  for (std::size_t k = 0; k < devs.size(); ++k) {
-    shards[k].device = devs[k].device;
-    shards[k].index = devs[k].index;
-    shards[k].replica_id = devs[k].replica_id;
+// One shard per block of `blocks` (in their order; anything with a device, an index and a replica id: DeviceBlocks,
+// another array's shards), each view sized to its box and made in place (allocate_views_each: one cached block for
+// all of them), the list from the shard list pool.
+template <class T, int N, class MemorySpace, class Blocks>
+std::vector<Shard<T, N, MemorySpace>> allocate_shards(const Blocks& blocks, bool initialize,
+                                                      const std::string& label = "darray::shard") {
+  std::vector<Shard<T, N, MemorySpace>> shards = ShardListPool<Shard<T, N, MemorySpace>>::take(blocks.size()).shards;
+  for (std::size_t k = 0; k < blocks.size(); ++k) {
+    shards[k].device = blocks[k].device;
+    shards[k].index = blocks[k].index;
+    shards[k].replica_id = blocks[k].replica_id;
   }
   allocate_views_each<T, N, MemorySpace>(
-      "darray::shard", devs.size(), [&](std::size_t k) { return box_shape(devs[k].index); },
+      label, blocks.size(), [&](std::size_t k) { return box_shape(blocks[k].index); },
       initialize, [&](std::size_t k) -> auto& { return shards[k].data; });
   return shards;
 }

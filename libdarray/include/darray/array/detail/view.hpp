@@ -228,16 +228,6 @@ void allocate_views_each(const std::string& label, std::size_t count, ShapeOf&& 
   }
 }
 
-// The same views in a list.
-template <class T, int N, class MemorySpace, class ShapeOf>
-std::vector<ShardView<T, N, MemorySpace>> allocate_views(const std::string& label, std::size_t count,
-                                                         ShapeOf&& shape_of, bool initialize) {
-  std::vector<ShardView<T, N, MemorySpace>> views(count);
-  allocate_views_each<T, N, MemorySpace>(label, count, std::forward<ShapeOf>(shape_of), initialize,
-                                         [&](std::size_t k) -> ShardView<T, N, MemorySpace>& { return views[k]; });
-  return views;
-}
-
 template <class T, int N, class View, std::size_t... I>
 HostUnmanagedView<T, N> host_view_like_impl(T* data, const View& like, std::index_sequence<I...>) {
   (void)like;

@@ -9,8 +9,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "darray/array/detail/shard_lists.hpp"
-#include "darray/array/detail/view.hpp"
+#include "darray/array/detail/block_io.hpp"
 #include "darray/array/distributed_array.hpp"
 #include "darray/array/dtype.hpp"
 #include "darray/core/error.hpp"
@@ -89,17 +88,7 @@ using FlatPolicy = Kokkos::RangePolicy<Exec, Kokkos::IndexType<int64_t>>;
 // One uninitialised shard per shard of `a`, same device, box and replica id, element type U.
 template <class U, class T, int N, class M>
 std::vector<Shard<U, N, M>> shards_like(const DistributedArray<T, N, M>& a, const char* label, bool initialize) {
-  const auto& shards = a.addressable_shards();
-  std::vector<Shard<U, N, M>> out = ShardListPool<Shard<U, N, M>>::take(shards.size()).shards;
-  for (std::size_t k = 0; k < shards.size(); ++k) {
-    out[k].device = shards[k].device;
-    out[k].index = shards[k].index;
-    out[k].replica_id = shards[k].replica_id;
-  }
-  allocate_views_each<U, N, M>(
-      label, shards.size(), [&](std::size_t k) { return box_shape(shards[k].index); },
-      initialize, [&](std::size_t k) -> auto& { return out[k].data; });
-  return out;
+  return allocate_shards<U, N, M>(a.addressable_shards(), initialize, label);
 }
 
 template <class U, class T, int N, class M>
