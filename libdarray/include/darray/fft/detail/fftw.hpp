@@ -215,6 +215,19 @@ class FftwGuruPlan {
   typename Api::plan_type m_unaligned = nullptr;
 };
 
+// Prefetches the cache lines of `bytes` bytes from p (for writing when Write; Keep: into every cache level, else
+// non-temporal, for data used once). A prefetch never faults, so a run may end anywhere.
+template <bool Write, bool Keep>
+inline void prefetch_run(const void* p, std::size_t bytes) {
+#if defined(__GNUC__) || defined(__clang__)
+  const char* c = static_cast<const char*>(p);
+  for (std::size_t b = 0; b < bytes; b += 64) __builtin_prefetch(c + b, Write ? 1 : 0, Keep ? 3 : 0);
+  __builtin_prefetch(c + bytes - 1, Write ? 1 : 0, Keep ? 3 : 0);  // the last line, where the run is not aligned
+#else
+  (void)p, (void)bytes;
+#endif
+}
+
 // A scratch tile and FFTW's in-place c2c plans on it: `full` FFTs of n points, and `tail` of them (0: none) for a
 // last tile that holds fewer. FFT k's element i lies at i * count + k (interleaved) or at k * n + i. The tile holds
 // n * full elements and `extra` more after them. Shared by FftwTiledPass and FftwRowPairs.
@@ -324,7 +337,7 @@ class FftwTiledPass {
         const int64_t c = std::min(m_chunk, inner - q);
         const auto run = static_cast<std::size_t>(c) * sizeof(Cx);
         for (int64_t i = 0; i < n; ++i) {
-          if (ahead != 0 && i + ahead < n) prefetch<false>(s + (i + ahead) * inner + q, run);
+          if (ahead != 0 && i + ahead < n) prefetch_run<false, false>(s + (i + ahead) * inner + q, run);
           if (interleaved)
             std::memcpy(tile + i * c, s + i * inner + q, run);
           else
@@ -332,7 +345,7 @@ class FftwTiledPass {
         }
         m_tile->execute(c);
         for (int64_t i = 0; i < n; ++i) {
-          if (ahead != 0 && i + ahead < n) prefetch<true>(t + (i + ahead) * inner + q, run);
+          if (ahead != 0 && i + ahead < n) prefetch_run<true, false>(t + (i + ahead) * inner + q, run);
           if (interleaved)
             std::memcpy(t + i * inner + q, tile + i * c, run);
           else
@@ -357,16 +370,6 @@ class FftwTiledPass {
   // (256, 256, 256) 98-100 -> 78-80; 8 rows ahead about as good. Blocks in cache got slower with it ((64, 64, 64)
   // 0.40 -> 0.48), so passes below the threshold and the fused passes (one group, in cache) do not prefetch.
   static constexpr int64_t prefetch_rows = 16;
-  template <bool Write>
-  static void prefetch(const Cx* row, std::size_t bytes) {
-#if defined(__GNUC__) || defined(__clang__)
-    const char* p = reinterpret_cast<const char*>(row);
-    for (std::size_t b = 0; b < bytes; b += 64) __builtin_prefetch(p + b, Write ? 1 : 0, 0);
-    __builtin_prefetch(p + bytes - 1, Write ? 1 : 0, 0);  // the last line, where the run does not start on a line
-#else
-    (void)row, (void)bytes;
-#endif
-  }
 
   int64_t m_n = 1, m_outer = 1, m_inner = 1, m_chunk = 1, m_ahead = 0;
   bool m_interleaved = false;
@@ -405,9 +408,19 @@ class FftwRowPairs {
   bool avx2() const { return m_avx2; }
   void set_avx2(bool on) { m_avx2 = on && cpu_has_avx2(); }
 
-  // r2c: in holds the real rows, out the half spectra; c2r the other way round. in is only read.
-  void execute(const void* in, void* out) {
+  // r2c: in holds the real rows, out the half spectra; c2r the other way round. in is only read. more: the rows
+  // right after these in both arrays (another group's) are transformed next.
+  //
+  // While a tile's pairs are packed and split, the next tile's rows are prefetched, pair by pair, so that they
+  // arrive while FFTW transforms this tile: the hardware prefetchers lose the row streams at every tile (the
+  // packing reads 32 KiB, then FFTW works in L1 without a memory access), and a block evicted since its last use
+  // (by the user's work between transforms, or by FFTW-MPI's in bench/fft) was read by demand misses. Measured, the
+  // row pairs and the c2c along dim 1 of a 64^3 r2c block evicted before each transform (median of 101, without and
+  // with the prefetches interleaved): 1.37-1.47 -> 1.14-1.22 ms; in cache 0.71-0.80 -> 0.70-0.76 ms; bench/fft's
+  // 64^3 r2c at 1 process 1.02-1.24 -> 0.80-0.94x FFTW-MPI (bench/README, "Row pairs prefetch the next tile").
+  void execute(const void* in, void* out, bool more = false) {
     const int64_t pairs = (m_rows + 1) / 2;
+    m_prefetch_rows = more ? 2 * m_rows : m_rows;
     for (int64_t q0 = 0; q0 < pairs; q0 += m_chunk) {
       const int64_t c = std::min(m_chunk, pairs - q0);
 #if DARRAY_FFTW_TARGET_AVX2
@@ -430,9 +443,12 @@ class FftwRowPairs {
   DARRAY_FFTW_INLINE void into_tile(const void* in, int64_t q0, int64_t c) {
     const int64_t n = m_n, nc = m_nc;
     Cx* const tile = m_tile->data();
+    const std::size_t row_bytes =
+        m_r2c ? static_cast<std::size_t>(n) * sizeof(R) : static_cast<std::size_t>(nc) * sizeof(Cx);
     for (int64_t q = 0; q < c; ++q) {
       const int64_t a = 2 * (q0 + q);
       const bool lone = a + 1 == m_rows;
+      prefetch_ahead<false>(in, a + 2 * m_chunk, row_bytes);
       Cx* z = tile + q * n;
       if (m_r2c) {
         const R* x = static_cast<const R*>(in) + a * n;
@@ -455,9 +471,12 @@ class FftwRowPairs {
   DARRAY_FFTW_INLINE void out_of_tile(void* out, int64_t q0, int64_t c) {
     const int64_t n = m_n, nc = m_nc;
     const Cx* const tile = m_tile->data();
+    const std::size_t row_bytes =
+        m_r2c ? static_cast<std::size_t>(nc) * sizeof(Cx) : static_cast<std::size_t>(n) * sizeof(R);
     for (int64_t q = 0; q < c; ++q) {
       const int64_t a = 2 * (q0 + q);
       const bool lone = a + 1 == m_rows;
+      prefetch_ahead<true>(out, a + 2 * m_chunk, row_bytes);
       const Cx* z = tile + q * n;
       if (m_r2c) {
         Cx* x = static_cast<Cx*>(out) + a * nc;
@@ -480,6 +499,15 @@ class FftwRowPairs {
     }
   }
 
+  // Rows a and a + 1 of `rows` (of row_bytes each), where they are transformed in this call or the next.
+  template <bool Write>
+  DARRAY_FFTW_INLINE void prefetch_ahead(const void* rows, int64_t a, std::size_t row_bytes) const {
+    if (a >= m_prefetch_rows) return;
+    const std::size_t count = a + 1 < m_prefetch_rows ? 2 : 1;
+    prefetch_run<Write, true>(static_cast<const char*>(rows) + static_cast<std::size_t>(a) * row_bytes,
+                              count * row_bytes);
+  }
+
 #if DARRAY_FFTW_TARGET_AVX2
   // The same loops compiled for AVX2 (4 doubles a vector), on CPUs that have it: same operations, same results.
   __attribute__((target("avx2"))) void into_tile_avx2(const void* in, int64_t q0, int64_t c) { into_tile(in, q0, c); }
@@ -488,6 +516,7 @@ class FftwRowPairs {
   bool m_avx2 = cpu_has_avx2();
 
   int64_t m_rows = 0, m_n = 1, m_nc = 1, m_chunk = 1;
+  int64_t m_prefetch_rows = 0;  // rows below this index are prefetched (execute's rows, and the next call's)
   bool m_r2c = true;
   std::unique_ptr<FftwTile<R>> m_tile;  // m_chunk packed rows, then the spare rows
   Cx* m_zero = nullptr;                 // nc complex zeros (n reals), for a lone last row
@@ -635,7 +664,7 @@ class FftwPlan {
       case Kind::c2c: {
         const void* src = in;
         if (m_main || !m_fused.empty()) {
-          for_each_group(in, out, [&](void* i, void* o) {
+          for_each_group(in, out, [&](void* i, void* o, bool) {
             const void* s = i;
             if (m_main) {
               m_main->execute(i, o);
@@ -655,9 +684,9 @@ class FftwPlan {
         break;
       }
       case Kind::r2c:
-        for_each_group(in, out, [&](void* i, void* o) {
+        for_each_group(in, out, [&](void* i, void* o, bool more) {
           if (m_rows) {
-            m_rows->execute(i, o);
+            m_rows->execute(i, o, more);
             if (m_main) m_main->execute(o, o);
           } else {
             m_main->execute(i, o);
@@ -668,11 +697,11 @@ class FftwPlan {
         break;
       case Kind::c2r:  // the c2c passes first, in place on the input (c2r may overwrite it anyway)
         for (auto& pass : m_passes) pass->execute(in, in);
-        for_each_group(in, out, [&](void* i, void* o) {
+        for_each_group(in, out, [&](void* i, void* o, bool more) {
           for (auto& pass : m_fused) pass->execute(i, i);
           if (m_rows) {
             if (m_main) m_main->execute(i, i);
-            m_rows->execute(i, o);
+            m_rows->execute(i, o, more);
           } else {
             m_main->execute(i, o);
           }
@@ -682,12 +711,12 @@ class FftwPlan {
   }
 
  private:
-  // f(in, out) on every group's blocks (the whole blocks when no dim is fused).
+  // f(in, out, more) on every group's blocks (the whole blocks when no dim is fused); more: another group follows.
   template <class F>
   void for_each_group(void* in, void* out, F&& f) {
     auto* i = static_cast<std::byte*>(in);
     auto* o = static_cast<std::byte*>(out);
-    for (int64_t g = 0; g < m_groups; ++g, i += m_in_group_bytes, o += m_out_group_bytes) f(i, o);
+    for (int64_t g = 0; g < m_groups; ++g, i += m_in_group_bytes, o += m_out_group_bytes) f(i, o, g + 1 < m_groups);
   }
 
   LocalProblem m_problem;
