@@ -256,6 +256,13 @@ TEST_CASE("bad halo arguments throw the same error everywhere", "[halo]") {
   const HaloExchange<int64_t, 2> other({8, 4}, sharding, {2, 1}, Boundary::periodic);
   auto wrong = other.allocate();
   DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, halo.exchange(wrong), "this exchange expects");
+  // Shards of the right devices and extents whose padded box is another one, or of another rank, are refused too.
+  auto moved = halo.allocate();
+  moved.back().padded_index[0] = Slice{moved.back().padded_index[0].start + 1, moved.back().padded_index[0].stop + 1};
+  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, halo.exchange(moved), "this exchange expects");
+  auto short_box = halo.allocate();
+  short_box.front().padded_index.pop_back();
+  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, halo.exchange(short_box), "this exchange expects");
   const auto b = iota<int64_t, 2>({8, 5}, sharding);
   DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, halo.pad(b), "given to an exchange for shape 8x4");
 }

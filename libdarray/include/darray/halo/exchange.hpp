@@ -8,6 +8,7 @@
 
 #include <Kokkos_Core.hpp>
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -69,6 +70,9 @@ class HaloExchange {
     for (std::size_t i = 0; i < devs.size(); ++i) {
       m_slot.emplace(devs[i].id, i);
       m_padded.push_back(m_plan.padded_index(devs[i]));
+      std::array<Slice, N> box;
+      std::copy(m_padded.back().begin(), m_padded.back().end(), box.begin());
+      m_padded_boxes.push_back(box);
     }
     for (const HaloFill& f : m_plan.fills()) {
       const std::size_t slot = m_slot.at(f.device.id);
@@ -253,15 +257,19 @@ class HaloExchange {
                     "got " << shards.size() << " padded shards but this process has " << devs.size()
                            << " devices in the mesh; pass the shards allocate() or pad() returned");
     for (std::size_t i = 0; i < shards.size(); ++i) {
-      const Index& padded = m_padded[i];
-      bool fits = shards[i].device.id == devs[i].id && shards[i].padded_index == padded;
-      for (int d = 0; fits && d < N; ++d)
-        fits = static_cast<int64_t>(shards[i].data.extent(static_cast<unsigned>(d))) ==
-               padded[static_cast<std::size_t>(d)].size();
+      // Against the boxes kept in one array: each exchange checks them, so they should not cost a load per Index.
+      const std::array<Slice, N>& padded = m_padded_boxes[i];
+      const Index& got = shards[i].padded_index;
+      bool fits = shards[i].device.id == devs[i].id && got.size() == static_cast<std::size_t>(N);
+      for (int d = 0; fits && d < N; ++d) {
+        const Slice& want = padded[static_cast<std::size_t>(d)];
+        fits = got[static_cast<std::size_t>(d)] == want &&
+               static_cast<int64_t>(shards[i].data.extent(static_cast<unsigned>(d))) == want.size();
+      }
       DARRAY_THROW_IF(!fits, InvalidArgument, "HaloExchange",
                       "padded shard " << i << " is for " << shards[i].device << " with padded box "
                                       << shards[i].padded_index << "; this exchange expects " << devs[i]
-                                      << " with padded box " << padded);
+                                      << " with padded box " << m_padded[i]);
     }
   }
 
@@ -273,8 +281,9 @@ class HaloExchange {
     darray::detail::CopyGeometry geometry;  // its destination side: the region in the padded block
   };
 
-  std::unordered_map<int, std::size_t> m_slot;  // device id -> position in local-device order
-  std::vector<Index> m_padded;                  // padded box of each local device
+  std::unordered_map<int, std::size_t> m_slot;       // device id -> position in local-device order
+  std::vector<Index> m_padded;                       // padded box of each local device
+  std::vector<std::array<Slice, N>> m_padded_boxes;  // the same, in one array for check()
   std::vector<Fill> m_fills;
   std::vector<Fill> m_halo_cells;       // every halo cell of each padded block, as disjoint slabs
   mutable std::vector<const T*> m_src;  // the blocks' pointers, kept so that an exchange allocates nothing

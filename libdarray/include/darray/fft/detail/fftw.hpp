@@ -33,7 +33,7 @@
 // copy where the CPU has it (the library itself is built for the baseline ISA).
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(__CUDACC__)
 #define DARRAY_FFTW_TARGET_AVX2 1
-#define DARRAY_FFTW_INLINE __attribute__((always_inline)) inline
+#define DARRAY_FFTW_INLINE DARRAY_FFTW_ALWAYS_INLINE
 #else
 #define DARRAY_FFTW_TARGET_AVX2 0
 #define DARRAY_FFTW_INLINE inline
@@ -384,7 +384,8 @@ class FftwTiledPass {
   // prefetchers do not follow, so each row's lines were demand misses. Measured, one pass along dim 0 (FFTW_ESTIMATE,
   // ms): (128, 128, 128) 7.8-8.3 -> 6.8-7.1 (interleaved); column tiles (256, 256, 129) 45.4-46.9 -> 35.7-38.2,
   // (256, 256, 256) 98-100 -> 78-80; 8 rows ahead about as good. Blocks in cache got slower with it ((64, 64, 64)
-  // 0.40 -> 0.48), so passes below the threshold and the fused passes (one group, in cache) do not prefetch.
+  // 0.40 -> 0.48), so passes below the threshold and the fused passes (one group, in cache) do not prefetch rows
+  // ahead; they fetch the next tile's runs while gathering this one's (execute()).
   static constexpr int64_t prefetch_rows = 16;
 
   int64_t m_n = 1, m_outer = 1, m_inner = 1, m_chunk = 1, m_ahead = 0;
@@ -407,6 +408,9 @@ class FftwRowPairs {
  public:
   // rows rows of n reals (r2c's input, c2r's output) and of n / 2 + 1 complex (the other side).
   FftwRowPairs(int64_t rows, int64_t n, bool r2c, unsigned flags) : m_rows(rows), m_n(n), m_nc(n / 2 + 1), m_r2c(r2c) {
+    const auto real_row = static_cast<std::size_t>(n) * sizeof(R), cx_row = static_cast<std::size_t>(m_nc) * sizeof(Cx);
+    m_in_row_bytes = r2c ? real_row : cx_row;
+    m_out_row_bytes = r2c ? cx_row : real_row;
     const int64_t pairs = (rows + 1) / 2;
     m_chunk =
         std::max<int64_t>(1, std::min<int64_t>(pairs, static_cast<int64_t>(FftwTile<R>::l1_bytes / sizeof(Cx)) / n));
@@ -459,12 +463,10 @@ class FftwRowPairs {
   DARRAY_FFTW_INLINE void into_tile(const void* in, int64_t q0, int64_t c) {
     const int64_t n = m_n, nc = m_nc;
     Cx* const tile = m_tile->data();
-    const std::size_t row_bytes =
-        m_r2c ? static_cast<std::size_t>(n) * sizeof(R) : static_cast<std::size_t>(nc) * sizeof(Cx);
     for (int64_t q = 0; q < c; ++q) {
       const int64_t a = 2 * (q0 + q);
       const bool lone = a + 1 == m_rows;
-      prefetch_ahead<false>(in, a + 2 * m_chunk, row_bytes);
+      prefetch_ahead<false>(in, a + 2 * m_chunk, m_in_row_bytes);
       Cx* z = tile + q * n;
       if (m_r2c) {
         const R* x = static_cast<const R*>(in) + a * n;
@@ -487,12 +489,10 @@ class FftwRowPairs {
   DARRAY_FFTW_INLINE void out_of_tile(void* out, int64_t q0, int64_t c) {
     const int64_t n = m_n, nc = m_nc;
     const Cx* const tile = m_tile->data();
-    const std::size_t row_bytes =
-        m_r2c ? static_cast<std::size_t>(nc) * sizeof(Cx) : static_cast<std::size_t>(n) * sizeof(R);
     for (int64_t q = 0; q < c; ++q) {
       const int64_t a = 2 * (q0 + q);
       const bool lone = a + 1 == m_rows;
-      prefetch_ahead<true>(out, a + 2 * m_chunk, row_bytes);
+      prefetch_ahead<true>(out, a + 2 * m_chunk, m_out_row_bytes);
       const Cx* z = tile + q * n;
       if (m_r2c) {
         Cx* x = static_cast<Cx*>(out) + a * nc;
@@ -517,7 +517,7 @@ class FftwRowPairs {
 
   // Rows a and a + 1 of `rows` (of row_bytes each), where they are transformed in this call or the next.
   template <bool Write>
-  DARRAY_FFTW_INLINE void prefetch_ahead(const void* rows, int64_t a, std::size_t row_bytes) const {
+  DARRAY_FFTW_ALWAYS_INLINE void prefetch_ahead(const void* rows, int64_t a, std::size_t row_bytes) const {
     if (a >= m_prefetch_rows) return;
     const std::size_t count = a + 1 < m_prefetch_rows ? 2 : 1;
     prefetch_run<Write, true>(static_cast<const char*>(rows) + static_cast<std::size_t>(a) * row_bytes,
@@ -533,6 +533,8 @@ class FftwRowPairs {
 
   int64_t m_rows = 0, m_n = 1, m_nc = 1, m_chunk = 1;
   int64_t m_prefetch_rows = 0;  // rows below this index are prefetched (execute's rows, and the next call's)
+  // Bytes of an input row and of an output row: n reals and nc complex, the other way round for c2r.
+  std::size_t m_in_row_bytes = 0, m_out_row_bytes = 0;
   bool m_r2c = true;
   std::unique_ptr<FftwTile<R>> m_tile;  // m_chunk packed rows, then the spare rows
   Cx* m_zero = nullptr;                 // nc complex zeros (n reals), for a lone last row
