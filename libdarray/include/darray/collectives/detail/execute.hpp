@@ -373,7 +373,8 @@ void execute_plan_into(const char* api, const CollectiveSchedule& plan, const Di
   const Exec& space = default_instance<Exec>();
   detail::fence_all();  // kernels that wrote the operand may still run
   const std::vector<const T*>& operand = operand_blocks(plan, a);
-  if (!fresh) {  // fill_kernel, not Kokkos::deep_copy: Kokkos 4's fences there build their names on the heap
+  if (!fresh && plan.any_zero_fill) {  // fill_kernel, not Kokkos::deep_copy: Kokkos 4's fences there build their names
+                                       // on the heap
     bool filled = false;
     for (std::size_t t = 0; t < plan.targets.size(); ++t)
       if (plan.targets[t].zero_fill) {

@@ -304,6 +304,7 @@ inline CollectiveSchedule build_ppermute_plan(const NamedSharding& s, const Shap
     const int64_t from = src_of[static_cast<std::size_t>(groups.member(positions[t]))];
     if (from < 0) {
       plan.targets[t].zero_fill = true;
+      plan.any_zero_fill = true;
       continue;
     }
     const Device& v = groups.device(groups.member_position(positions[t], from));

@@ -89,6 +89,7 @@ struct CollectiveSchedule {
   NamedSharding in_sharding = out_sharding;
   Shape in_shape;
   std::vector<Target> targets;  // this process's devices of the mesh, in local-device order
+  bool any_zero_fill = false;   // some target's block is zero-filled (kept-output calls then fill it first)
   std::vector<Copy> copies;
   std::vector<Slot> slots;
   int64_t slot_elements = 0;
