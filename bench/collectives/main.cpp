@@ -6,7 +6,8 @@
 // GPU build) the baselines work on host copies of the blocks, copied from and to the device in each call
 // (host_staging.hpp: what a program for an MPI without CUDA support writes). The mesh is 1-D
 // ("i") over every device; each device holds one block of --sizes bytes. Times are per call, max over processes;
-// each of --reps repetitions runs enough calls to last about a millisecond; min and median are printed.
+// each of --reps repetitions runs enough calls to last about a millisecond, the four forms of a row in turns
+// (allocating, kept, plan, raw, then again), so that this VM's drifts hit them alike; min and median are printed.
 #include <mpi.h>
 
 #include <CLI/CLI.hpp>
@@ -36,6 +37,17 @@ struct Row {
   std::size_t bytes = 0;
   Stats alloc, kept, planned, raw;
 };
+
+// A row's four forms timed in turns, repetition by repetition. The allocating form assigns another array than the
+// one the kept forms and the raw baseline write, whose blocks the baseline holds pointers to.
+template <class Alloc, class Kept, class Planned, class Raw>
+void time_row(Row& r, int reps, int calls, Alloc alloc, Kept kept, Planned planned, Raw raw) {
+  const std::vector<Stats> t = darray_bench::time_calls_in_turns(reps, calls, {alloc, kept, planned, raw});
+  r.alloc = t[0];
+  r.kept = t[1];
+  r.planned = t[2];
+  r.raw = t[3];
+}
 
 void print_header() {
   std::printf("%-11s %9s %10s %9s %9s %9s %10s %9s %9s %9s %9s %9s\n", "collective", "B/device", "alloc[us]",
@@ -102,16 +114,13 @@ int main(int argc, char** argv) {
         const int64_t n = std::max<int64_t>(1, static_cast<int64_t>(size / 8));
         r.bytes = static_cast<std::size_t>(n) * 8;
         auto x = full<double, 1>({nd * n}, 1.0, by_i);
-        auto y = psum(x, "i");
-        r.alloc = time_calls(reps, calls, [&] { y = psum(x, "i"); });
-        r.kept = time_calls(reps, calls, [&] { psum(x, "i", y); });
+        auto y = psum(x, "i"), fresh = y;
         const auto plan = psum_plan(x, "i");
-        r.planned = time_calls(reps, calls, [&] { execute(plan, x, y); });
         const auto count = static_cast<std::size_t>(n);
         Blocks in_blocks(blocks(x), count), out_blocks(blocks(y), count);
         const auto &in = in_blocks.host(), &out = out_blocks.host();
         std::vector<double> sum(count);
-        r.raw = time_calls(reps, calls, [&] {
+        auto raw = [&] {
           in_blocks.pull();
           if (k == 1) {
             MPI_Allreduce(in[0], out[0], static_cast<int>(n), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
@@ -123,21 +132,20 @@ int main(int argc, char** argv) {
             for (int a = 0; a < k; ++a) std::memcpy(out[static_cast<std::size_t>(a)], sum.data(), count * 8);
           }
           out_blocks.push();
-        });
+        };
+        time_row(
+            r, reps, calls, [&] { fresh = psum(x, "i"); }, [&] { psum(x, "i", y); }, [&] { execute(plan, x, y); }, raw);
       } else if (op == "all_gather") {
         const int64_t n = std::max<int64_t>(1, static_cast<int64_t>(size / 8));
         r.bytes = static_cast<std::size_t>(n) * 8;
         auto x = full<double, 1>({nd * n}, 1.0, by_i);
-        auto y = all_gather(x, "i", 0, tiled);
-        r.alloc = time_calls(reps, calls, [&] { y = all_gather(x, "i", 0, tiled); });
-        r.kept = time_calls(reps, calls, [&] { all_gather(x, "i", 0, tiled, y); });
+        auto y = all_gather(x, "i", 0, tiled), fresh = y;
         const auto plan = all_gather_plan(x, "i", 0, tiled);
-        r.planned = time_calls(reps, calls, [&] { execute(plan, x, y); });
         const auto count = static_cast<std::size_t>(n);
         Blocks in_blocks(blocks(x), count), out_blocks(blocks(y), count * static_cast<std::size_t>(nd));
         const auto &in = in_blocks.host(), &out = out_blocks.host();
         std::vector<double> send(count * static_cast<std::size_t>(k));
-        r.raw = time_calls(reps, calls, [&] {
+        auto raw = [&] {
           in_blocks.pull();
           if (k == 1) {
             MPI_Allgather(in[0], static_cast<int>(n), MPI_DOUBLE, out[0], static_cast<int>(n), MPI_DOUBLE,
@@ -151,24 +159,24 @@ int main(int argc, char** argv) {
               std::memcpy(out[static_cast<std::size_t>(a)], out[0], count * static_cast<std::size_t>(nd) * 8);
           }
           out_blocks.push();
-        });
+        };
+        time_row(
+            r, reps, calls, [&] { fresh = all_gather(x, "i", 0, tiled); }, [&] { all_gather(x, "i", 0, tiled, y); },
+            [&] { execute(plan, x, y); }, raw);
       } else if (op == "all_to_all") {
         // Each block holds one chunk per device of the axis: chunk j goes to device j.
         const int64_t c = std::max<int64_t>(1, static_cast<int64_t>(size / 8) / nd);
         r.bytes = static_cast<std::size_t>(c * nd) * 8;
         auto x = full<double, 1>({nd * nd * c}, 1.0, by_i);
-        auto y = all_to_all(x, "i", 0, 0);
-        r.alloc = time_calls(reps, calls, [&] { y = all_to_all(x, "i", 0, 0); });
-        r.kept = time_calls(reps, calls, [&] { all_to_all(x, "i", 0, 0, y); });
+        auto y = all_to_all(x, "i", 0, 0), fresh = y;
         const auto plan = all_to_all_plan(x, "i", 0, 0);
-        r.planned = time_calls(reps, calls, [&] { execute(plan, x, y); });
         const auto block = static_cast<std::size_t>(c * nd);
         Blocks in_blocks(blocks(x), block), out_blocks(blocks(y), block);
         const auto &in = in_blocks.host(), &out = out_blocks.host();
         const auto cb = static_cast<std::size_t>(c) * 8;
         const auto kk = static_cast<std::size_t>(k) * static_cast<std::size_t>(k);
         std::vector<double> send(kk * static_cast<std::size_t>(np * c)), recv(send.size());
-        r.raw = time_calls(reps, calls, [&] {
+        auto raw = [&] {
           in_blocks.pull();
           if (k == 1) {
             MPI_Alltoall(in[0], static_cast<int>(c), MPI_DOUBLE, out[0], static_cast<int>(c), MPI_DOUBLE,
@@ -190,22 +198,22 @@ int main(int argc, char** argv) {
                 std::memcpy(out[static_cast<std::size_t>(b)] + (static_cast<std::size_t>(q) * k + a) * c,
                             recv.data() + ((static_cast<std::size_t>(q) * k + a) * k + b) * c, cb);
           out_blocks.push();
-        });
+        };
+        time_row(
+            r, reps, calls, [&] { fresh = all_to_all(x, "i", 0, 0); }, [&] { all_to_all(x, "i", 0, 0, y); },
+            [&] { execute(plan, x, y); }, raw);
       } else {  // ppermute: a cyclic shift by one along the axis
         const int64_t n = std::max<int64_t>(1, static_cast<int64_t>(size / 8));
         r.bytes = static_cast<std::size_t>(n) * 8;
         std::vector<std::pair<int, int>> perm;
         for (int i = 0; i < static_cast<int>(nd); ++i) perm.emplace_back(i, (i + 1) % static_cast<int>(nd));
         auto x = full<double, 1>({nd * n}, 1.0, by_i);
-        auto y = ppermute(x, "i", perm);
-        r.alloc = time_calls(reps, calls, [&] { y = ppermute(x, "i", perm); });
-        r.kept = time_calls(reps, calls, [&] { ppermute(x, "i", perm, y); });
+        auto y = ppermute(x, "i", perm), fresh = y;
         const auto plan = ppermute_plan(x, "i", perm);
-        r.planned = time_calls(reps, calls, [&] { execute(plan, x, y); });
         const auto count = static_cast<std::size_t>(n);
         Blocks in_blocks(blocks(x), count), out_blocks(blocks(y), count);
         const auto &in = in_blocks.host(), &out = out_blocks.host();
-        r.raw = time_calls(reps, calls, [&] {
+        auto raw = [&] {
           in_blocks.pull();
           for (int a = 0; a + 1 < k; ++a)
             std::memcpy(out[static_cast<std::size_t>(a) + 1], in[static_cast<std::size_t>(a)], count * 8);
@@ -215,7 +223,10 @@ int main(int argc, char** argv) {
             MPI_Sendrecv(in[static_cast<std::size_t>(k) - 1], static_cast<int>(n), MPI_DOUBLE, next, 7, out[0],
                          static_cast<int>(n), MPI_DOUBLE, prev, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
           out_blocks.push();
-        });
+        };
+        time_row(
+            r, reps, calls, [&] { fresh = ppermute(x, "i", perm); }, [&] { ppermute(x, "i", perm, y); },
+            [&] { execute(plan, x, y); }, raw);
       }
       if (root) print_row(r);
     }
