@@ -21,7 +21,10 @@ inline std::vector<Stats> time_calls_in_turns(int reps, int calls, const std::ve
   for (const auto& fn : fns) fn();
   std::vector<std::vector<double>> t(fns.size());
   for (int r = 0; r < reps; ++r)
-    for (std::size_t f = 0; f < fns.size(); ++f) {
+    for (std::size_t j = 0; j < fns.size(); ++j) {
+      // Each repetition starts one form later, so that each form follows each other one as often: a form whose
+      // predecessor wrote the blocks it reads would otherwise start warm in every repetition.
+      const std::size_t f = (j + static_cast<std::size_t>(r)) % fns.size();
       MPI_Barrier(MPI_COMM_WORLD);
       const double t0 = MPI_Wtime();
       for (int c = 0; c < calls; ++c) fns[f]();
