@@ -29,7 +29,6 @@ namespace {
 
 using darray_bench::HostBlocks;
 using darray_bench::Stats;
-using darray_bench::time_calls;
 using Blocks = HostBlocks<double, DistributedArray<double, 1>::memory_space>;
 
 struct Row {
@@ -250,12 +249,9 @@ int main(int argc, char** argv) {
                                         max_bytes, "bench",
                                         &detail::combine_record_payload<double, detail::ReduceOp::sum>);
       };
-      Stats a, b;
-      for (int round = 0; round < 3; ++round) {  // alternated, so drifts of a shared machine hit both alike
-        const Stats ra = time_calls(reps, calls, raw), rb = time_calls(reps, calls, checked);
-        if (round == 0 || ra.min < a.min) a = ra;
-        if (round == 0 || rb.min < b.min) b = rb;
-      }
+      // In turns, so drifts of a shared machine hit both alike (three times the repetitions of a row above).
+      const std::vector<Stats> both = darray_bench::time_calls_in_turns(3 * reps, calls, {raw, checked});
+      const Stats &a = both[0], &b = both[1];
       if (root)
         std::printf("reduction fingerprint: %10zu %11.2f %13.2f %9.3f %9.3f\n", n * 8, a.min * 1e6, b.min * 1e6,
                     b.min / a.min, b.median / a.median);
