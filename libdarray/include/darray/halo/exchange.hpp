@@ -69,14 +69,14 @@ class HaloExchange {
     const auto& devs = m_plan.local_devices();
     for (std::size_t i = 0; i < devs.size(); ++i) {
       m_slot.emplace(devs[i].id, i);
-      m_padded.push_back(m_plan.padded_index(devs[i]));
+      const Index padded = m_plan.padded_index(devs[i]);
       std::array<Slice, N> box;
-      std::copy(m_padded.back().begin(), m_padded.back().end(), box.begin());
+      std::copy(padded.begin(), padded.end(), box.begin());
       m_padded_boxes.push_back(box);
     }
     for (const HaloFill& f : m_plan.fills()) {
       const std::size_t slot = m_slot.at(f.device.id);
-      const Index whole = full_index(box_shape(m_padded[slot]));
+      const Index whole = full_index(box_shape(padded_box(slot)));
       m_fills.push_back(Fill{slot, darray::detail::box_copy_geometry(whole, whole, f.region)});
     }
     // One engine per phase; buffers are the padded blocks in local-device order, both source and destination.
@@ -84,7 +84,7 @@ class HaloExchange {
     // The halo of each padded block as disjoint slabs: along dim d, the cells outside the block along d, inside it
     // along earlier dims and anywhere along later ones. accumulate() zeroes them.
     for (std::size_t slot = 0; slot < devs.size(); ++slot) {
-      const Index whole = full_index(box_shape(m_padded[slot]));
+      const Index whole = full_index(box_shape(padded_box(slot)));
       const Index block = m_plan.sharding().index(m_plan.shape(), devs[slot]);
       Index slab = whole;
       for (std::size_t d = 0; d < static_cast<std::size_t>(N); ++d) {
@@ -251,13 +251,14 @@ class HaloExchange {
                                                               darray::detail::CopyOp::add);
   }
 
+  Index padded_box(std::size_t slot) const { return Index(m_padded_boxes[slot].begin(), m_padded_boxes[slot].end()); }
+
   void check(const std::vector<shard_type>& shards) const {
     const auto& devs = m_plan.local_devices();
     DARRAY_THROW_IF(shards.size() != devs.size(), InvalidArgument, "HaloExchange",
                     "got " << shards.size() << " padded shards but this process has " << devs.size()
                            << " devices in the mesh; pass the shards allocate() or pad() returned");
     for (std::size_t i = 0; i < shards.size(); ++i) {
-      // Against the boxes kept in one array: each exchange checks them, so they should not cost a load per Index.
       const std::array<Slice, N>& padded = m_padded_boxes[i];
       const Index& got = shards[i].padded_index;
       bool fits = shards[i].device.id == devs[i].id && got.size() == static_cast<std::size_t>(N);
@@ -269,7 +270,7 @@ class HaloExchange {
       DARRAY_THROW_IF(!fits, InvalidArgument, "HaloExchange",
                       "padded shard " << i << " is for " << shards[i].device << " with padded box "
                                       << shards[i].padded_index << "; this exchange expects " << devs[i]
-                                      << " with padded box " << m_padded[i]);
+                                      << " with padded box " << padded_box(i));
     }
   }
 
@@ -281,9 +282,10 @@ class HaloExchange {
     darray::detail::CopyGeometry geometry;  // its destination side: the region in the padded block
   };
 
-  std::unordered_map<int, std::size_t> m_slot;       // device id -> position in local-device order
-  std::vector<Index> m_padded;                       // padded box of each local device
-  std::vector<std::array<Slice, N>> m_padded_boxes;  // the same, in one array for check()
+  std::unordered_map<int, std::size_t> m_slot;  // device id -> position in local-device order
+  // The padded box of each local device, in one array each: check() compares them on every exchange, so they should
+  // not cost a load per Index.
+  std::vector<std::array<Slice, N>> m_padded_boxes;
   std::vector<Fill> m_fills;
   std::vector<Fill> m_halo_cells;       // every halo cell of each padded block, as disjoint slabs
   mutable std::vector<const T*> m_src;  // the blocks' pointers, kept so that an exchange allocates nothing

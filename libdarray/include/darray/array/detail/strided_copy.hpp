@@ -174,6 +174,10 @@ inline int64_t contiguous_run(const CopyGeometry& g) {
   return g.rank > 0 && g.src_stride[g.rank - 1] == 1 && g.dst_stride[g.rank - 1] == 1 ? g.extent[g.rank - 1] : 1;
 }
 
+// Whether a simplified copy geometry is one contiguous run on both sides (a halo slab, a block's rows, a small
+// collective's shard): then it is one copy of extent[0] elements from src_offset to dst_offset.
+inline bool single_run(const CopyGeometry& g) { return g.rank == 1 && g.src_stride[0] == 1 && g.dst_stride[0] == 1; }
+
 // Calls f(src_offset, dst_offset, run) for each contiguous_run of a simplified copy geometry in turn, at those
 // element offsets.
 template <class F>
@@ -215,12 +219,12 @@ void strided_copy_host_rows(const T* src, T* dst, const CopyGeometry& g, bool st
   });
 }
 
-// Host copy of a simplified geometry. A single contiguous run (a halo slab, a block's rows, a small collective's
-// shard) is one copy_bytes here, inline: such copies come many to a call and cost little more than the call.
+// Host copy of a simplified geometry. A single_run is one copy_bytes here, inline: such copies come many to a call
+// and cost little more than the call.
 template <class T, CopyOp Op = CopyOp::assign>
 inline void strided_copy_host(const T* src, T* dst, const CopyGeometry& g, bool streaming) {
   static_assert(std::is_trivially_copyable<T>::value, "array elements are copied as bytes");
-  if (Op == CopyOp::assign && g.rank == 1 && g.src_stride[0] == 1 && g.dst_stride[0] == 1 && !streaming) {
+  if (Op == CopyOp::assign && single_run(g) && !streaming) {
     copy_bytes(static_cast<void*>(dst + g.dst_offset), static_cast<const void*>(src + g.src_offset),
                static_cast<std::size_t>(g.extent[0]) * sizeof(T));
     return;

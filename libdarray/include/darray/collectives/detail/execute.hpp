@@ -373,8 +373,9 @@ void execute_plan_into(const char* api, const CollectiveSchedule& plan, const Di
   const Exec& space = default_instance<Exec>();
   detail::fence_all();  // kernels that wrote the operand may still run
   const std::vector<const T*>& operand = operand_blocks(plan, a);
-  if (!fresh && plan.any_zero_fill) {  // fill_kernel, not Kokkos::deep_copy: Kokkos 4's fences there build their names
-                                       // on the heap
+  // Blocks no piece writes are zeroed: fill_kernel, not Kokkos::deep_copy (Kokkos 4's fences there build their names
+  // on the heap). A fresh block is zero already, and most plans have none (any_zero_fill saves the scan).
+  if (!fresh && plan.any_zero_fill) {
     bool filled = false;
     for (std::size_t t = 0; t < plan.targets.size(); ++t)
       if (plan.targets[t].zero_fill) {

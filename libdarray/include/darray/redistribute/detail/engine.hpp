@@ -342,8 +342,8 @@ class MoveEngine {
     out.reserve(copies.size());
     for (std::size_t k = 0; k < copies.size(); ++k) {
       const CopyGeometry& g = copies[k].geometry;
-      const bool run = g.rank == 1 && g.src_stride[0] == 1 && g.dst_stride[0] == 1;
-      out.push_back(HostCopy{copies[k].src, copies[k].dst, g.src_offset, g.dst_offset, run ? g.extent[0] : -1, k});
+      out.push_back(
+          HostCopy{copies[k].src, copies[k].dst, g.src_offset, g.dst_offset, single_run(g) ? g.extent[0] : -1, k});
     }
     return out;
   }
