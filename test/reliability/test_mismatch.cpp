@@ -94,6 +94,54 @@ TEST_CASE("reshard of another shape on the last process: an error on every proce
   require_mismatch_error([&] { (void)reshard(iota<double, 2>({n, last() ? 2 * n : n}, rows), cols); });
 }
 
+// The same extents everywhere, other arguments: the pieces two processes exchange have the same count and extents,
+// so only the operation's global arguments in the fingerprint tell the calls apart (before they were in it, such
+// calls returned each other's blocks as a silent wrong result, or failed on one side only).
+TEST_CASE("reshard over a mesh of reversed device order on the last process: an error on every process") {
+  const std::vector<Device> devs = devices();
+  const std::vector<Device> reversed(devs.rbegin(), devs.rend());
+  const Mesh mesh(last() ? reversed : devs, {device_count()}, {"x"});
+  const int64_t n = 4 * device_count();
+  require_mismatch_error(
+      [&] { (void)reshard(iota<double, 1>({n}, NamedSharding(mesh, P{"x"})), NamedSharding(mesh, P{none})); },
+      "sent data of another operation");
+  const NamedSharding rows(mesh, P{"x"}), cols(mesh, P{none, "x"});
+  require_mismatch_error([&] { (void)reshard(iota<double, 2>({n, n}, rows), cols); }, "sent data of another operation");
+}
+
+TEST_CASE("reshard where the last process writes its spec with a trailing None: the same placement, no error") {
+  const Mesh mesh = make_mesh({device_count()}, {"x"});
+  const NamedSharding rows(mesh, last() ? P{"x", none} : P{"x"}), cols(mesh, P{none, "x"});
+  const int64_t n = 4 * device_count();
+  auto b = reshard(iota<double, 2>({n, n}, rows), cols);
+  bool ok = true;
+  for (const auto& s : b.addressable_shards()) {
+    auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), s.data);
+    for (int64_t i = 0; i < s.index[0].size(); ++i)
+      for (int64_t j = 0; j < s.index[1].size(); ++j)
+        ok = ok && h(i, j) == static_cast<double>((s.index[0].start + i) * n + s.index[1].start + j);
+  }
+  REQUIRE(all_ok(ok));
+}
+
+TEST_CASE("reshard of one more row on the last process, pieces of the same extents: an error on every process") {
+  // 2 devices: 4 + 4 rows here, 5 + 4 there; the last device's 4 rows reach the first as the 4 rows it expects.
+  const Mesh mesh = make_mesh({device_count()}, {"x"});
+  const int64_t n = 4 * device_count() + (last() ? 1 : 0);
+  require_mismatch_error(
+      [&] { (void)reshard(iota<double, 1>({n}, NamedSharding(mesh, P{"x"})), NamedSharding(mesh, P{none})); },
+      "sent data of another operation");
+}
+
+TEST_CASE("all_gather over a mesh of reversed device order on the last process: an error on every process") {
+  const std::vector<Device> devs = devices();
+  const std::vector<Device> reversed(devs.rbegin(), devs.rend());
+  const Mesh mesh(last() ? reversed : devs, {device_count()}, {"x"});
+  const int64_t n = 4 * device_count();
+  require_mismatch_error([&] { (void)all_gather(iota<float, 1>({n}, NamedSharding(mesh, P{"x"})), "x", 0, tiled); },
+                         "sent data of another operation");
+}
+
 TEST_CASE("all_gather of float32 here and int32 on the last process: an error on every process") {
   const Mesh mesh = make_mesh({device_count()}, {"x"});
   const NamedSharding line(mesh, P{"x"});

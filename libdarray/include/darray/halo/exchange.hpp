@@ -225,6 +225,11 @@ class HaloExchange {
   // swapped (each side derives the same pieces in the same order, so the k-th move still matches the peer's k-th).
   std::shared_ptr<const darray::detail::MoveEngine> phase_engine(const HaloPhase& ph, bool reverse) const {
     darray::detail::MoveList list;
+    std::vector<int64_t> arguments(m_plan.widths());  // the widths, boundaries and phase every process states alike
+    for (const Boundary b : m_plan.boundaries()) arguments.push_back(static_cast<int64_t>(b));
+    arguments.push_back(ph.dim);
+    list.operation =
+        darray::detail::operation_fingerprint(m_plan.sharding(), m_plan.sharding(), m_plan.shape(), arguments);
     auto src_region = [&](const HaloPiece& p) {
       return darray::detail::row_major_region(static_cast<int>(m_slot.at(p.src.id)), p.src_frame, p.region);
     };

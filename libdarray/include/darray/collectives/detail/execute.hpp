@@ -305,6 +305,7 @@ inline MoveList collective_moves(const CollectiveSchedule& plan, std::size_t byt
   };
   const std::vector<int> lead = replica_leads(plan, bytes);
   MoveList list;
+  list.operation = plan.operation;
   std::vector<Move> received;
   for (const Piece& p : plan.recvs) received.push_back(move_of(p.extent));
   for (const Copy& c : plan.copies) {

@@ -106,6 +106,9 @@ struct CollectiveSchedule {
   // Reductions: max_message_bytes() when the plan was built (the largest record reduce_with_fingerprint may send),
   // read once per plan as the exchange engine does.
   std::size_t max_message_bytes = 0;
+  // A hash of the call that planned it (its cache key: operation, operand sharding and shape, parameters), the
+  // same on every process making the same call: the engine's MoveList::operation.
+  std::uint64_t operation = 0;
   // Movement plans: the exchange engine per element size, built on first use (collectives/detail/execute.hpp).
   mutable std::map<std::size_t, std::shared_ptr<const MoveEngine>> engines;
   // Reductions: the component's transport per backend (MPI, NCCL), kept per Environment.
@@ -170,6 +173,7 @@ std::shared_ptr<const CollectiveSchedule> cached_plan(const PlanKey& key, Build&
     auto plan = std::make_shared<CollectiveSchedule>(build());
     plan->in_sharding = key.sharding;
     plan->in_shape = key.shape;
+    plan->operation = PlanKeyHasher{}(key);
     return std::shared_ptr<const CollectiveSchedule>(std::move(plan));
   });
 }

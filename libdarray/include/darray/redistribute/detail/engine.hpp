@@ -27,6 +27,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -48,6 +49,7 @@
 #include "darray/runtime/detail/single_copy.hpp"
 #include "darray/runtime/detail/state.hpp"
 #include "darray/runtime/environment.hpp"
+#include "darray/sharding/named_sharding.hpp"
 
 namespace darray {
 namespace detail {
@@ -91,7 +93,34 @@ struct MoveList {
   // One color per process of the job when every peer shares this process's mesh-axis group (the exchange then
   // runs on that group's communicator), else empty.
   std::vector<int> colors;
+  // What every process's call states alike: a hash of the operation's global arguments (operation_fingerprint).
+  // Mixed into every message's tag, so processes that called it with different arguments (another shape or
+  // sharding) get an error even where the pieces they exchange have the same extents. 0: none.
+  std::uint64_t operation = 0;
 };
+
+// MoveList::operation of a movement from `from` to `to` over an array of `shape`, and `extra` arguments (a halo
+// phase's widths and boundaries). Content hashes, equal on every process that passes equal arguments; a spec's
+// trailing unsharded dims are left out (P("x") and P("x", None) place blocks alike).
+inline std::uint64_t operation_fingerprint(const NamedSharding& from, const NamedSharding& to, const Shape& shape,
+                                           const std::vector<int64_t>& extra = {}) {
+  std::size_t h = 0;
+  for (const NamedSharding* s : {&from, &to}) {
+    hash_combine(h, s->mesh().hash());
+    const auto& entries = s->spec().entries();
+    std::size_t used = entries.size();
+    while (used > 0 && entries[used - 1].empty()) --used;
+    for (std::size_t d = 0; d < used; ++d) {
+      hash_combine(h, entries[d].size());  // keeps P(("x", "y")) apart from P("x", "y")
+      for (const std::string& axis : entries[d]) hash_combine(h, std::hash<std::string>{}(axis));
+    }
+    hash_combine(h, used);
+  }
+  hash_combine(h, shape.size());
+  for (const int64_t n : shape) hash_combine(h, std::hash<int64_t>{}(n));
+  for (const int64_t v : extra) hash_combine(h, std::hash<int64_t>{}(v));
+  return static_cast<std::uint64_t>(h);
+}
 
 // Region of `piece` (global coordinates) inside a buffer holding `box` with the given element strides per global
 // dim (row-major: row_major_region below).
@@ -519,14 +548,15 @@ class MoveEngine {
     return unless_sender_left(c, 0);
   }
 
-  // What both sides of a peer's pieces know alike: the operation, the element size, the pieces' count and extents.
-  // Messages carry it, mixed with the element type, as their tag; receives take any tag and compare, so processes
-  // that called different operations (or the same one on different shapes, shardings or element types) get an error
-  // instead of each other's bytes, with or without DARRAY_CHECK.
+  // What both sides of a peer's pieces know alike: the operation and its global arguments (MoveList::operation), the
+  // element size, the pieces' count and extents. Messages carry it, mixed with the element type, as their tag;
+  // receives take any tag and compare, so processes that called different operations (or the same one on different
+  // shapes, shardings or element types) get an error instead of each other's bytes, with or without DARRAY_CHECK.
   std::uint32_t peer_fingerprint(const PeerMoves& p) const {
     std::uint64_t h = 1469598103934665603ull;
     auto mix = [&h](std::uint64_t v) { h = (h ^ v) * 1099511628211ull; };
     for (const char* c = m_api; *c != '\0'; ++c) mix(static_cast<unsigned char>(*c));
+    mix(m_list.operation);
     mix(m_element_bytes);
     mix(p.moves.size());
     for (const Move& m : p.moves)

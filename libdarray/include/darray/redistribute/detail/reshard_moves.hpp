@@ -63,6 +63,7 @@ inline ReshardMoves reshard_moves(const ReshardPlan& plan, const BlockLayout& sr
     for (const PlanPiece& p : peer.pieces)
       add_peer_move(out.list.recvs, peer.process, make_move(p.box, Region{}, dst_region(p)));
   out.list.colors = plan.group_colors();
+  out.list.operation = operation_fingerprint(plan.src(), plan.dst(), plan.shape());
   return out;
 }
 
