@@ -120,3 +120,30 @@ TEST_CASE("a single copy whose sender left the exchange is an error on the reade
   ppermute(x, "i", perm, y);
   REQUIRE(all_ok(process_index() != 1 || holds_sent()));
 }
+
+TEST_CASE("a movement over every process, run the first time with one process late: the others time out") {
+  // The axis spans the whole job, so the exchange runs on the job's communicator and its first run creates none: a
+  // communicator's creation is collective and has no deadline (the others waited in it until the late one came).
+  // Last in the file: the late process's messages to the others, whose receives were cancelled at their deadline,
+  // stay queued, as they would in a program that goes on after the error (README, Reliability).
+  const int late = process_count() - 1;
+  const Mesh mesh = make_mesh({device_count()}, {"g"});
+  auto x = iota<float, 1>({3 * device_count()}, NamedSharding(mesh, P{"g"}));  // an operation no other case runs
+  std::string msg;
+  double took = 0;
+  if (process_index() == late) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // well past the 1 s deadline
+    try {
+      (void)all_gather(x, "g", 0, tiled);  // may complete (the others' messages are there) or time out
+    } catch (const Error&) {
+    }
+  } else {
+    const auto start = std::chrono::steady_clock::now();
+    msg = darray::testing::error_message<MpiError>([&] { (void)all_gather(x, "g", 0, tiled); });
+    took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+  INFO(msg << " (" << took << " s)");
+  REQUIRE(all_ok(process_index() == late ||
+                 (msg.find("timed out after 1 s (DARRAY_TIMEOUT_S)") != std::string::npos && took < 2.4)));
+  MPI_Barrier(MPI_COMM_WORLD);  // no deadline: the late process may have waited for its own timeout too
+}

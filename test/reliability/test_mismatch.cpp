@@ -142,6 +142,17 @@ TEST_CASE("all_gather over a mesh of reversed device order on the last process: 
                          "sent data of another operation");
 }
 
+TEST_CASE("fft forward here and backward on the last process: an error on every process") {
+  // Both directions transpose between the same shardings; the transposes' fingerprints name direction and step.
+  const Mesh mesh = make_mesh({device_count()}, {"x"});
+  const NamedSharding slabs(mesh, P{"x"});
+  const int64_t n = 4 * device_count();
+  const fft::Plan<double> plan({n, n, n}, slabs);
+  const auto x = iota<Kokkos::complex<double>, 3>({n, n, n}, slabs);
+  require_mismatch_between([&] { (void)plan.backward(x); }, [&] { (void)plan.forward(x); },
+                           "sent data of another operation");
+}
+
 TEST_CASE("all_gather of float32 here and int32 on the last process: an error on every process") {
   const Mesh mesh = make_mesh({device_count()}, {"x"});
   const NamedSharding line(mesh, P{"x"});

@@ -148,17 +148,19 @@ class PlanCore {
       for (std::size_t s = 0; s < n; ++s) per_stage.push_back(m_shardings[s].index(m_cshape, d));
       m_boxes.push_back(std::move(per_stage));
     }
-    auto transpose = [&](std::size_t from, std::size_t to, const AxisOrder& a, const AxisOrder& b) {
+    // role: direction (1 forward, 2 backward, 3 back to the input's layout, 4 from it) and step, see Transpose.
+    auto transpose = [&](std::size_t from, std::size_t to, const AxisOrder& a, const AxisOrder& b, int64_t role) {
       return std::make_unique<Transpose<complex_type, M>>(
-          reshard_plan<complex_type>(m_shardings[from], m_shardings[to], m_cshape), a, b);
+          reshard_plan<complex_type>(m_shardings[from], m_shardings[to], m_cshape), a, b, role);
     };
     for (std::size_t s = 0; s + 1 < n; ++s) {
-      m_forward_t.push_back(transpose(s, s + 1, m_orders[s], m_orders[s + 1]));
-      m_backward_t.push_back(transpose(s + 1, s, m_orders[s + 1], m_orders[s]));
+      const auto step = static_cast<int64_t>(s);
+      m_forward_t.push_back(transpose(s, s + 1, m_orders[s], m_orders[s + 1], 1024 + step));
+      m_backward_t.push_back(transpose(s + 1, s, m_orders[s + 1], m_orders[s], 2048 + step));
     }
     if (n > 1 && options.output == OutputLayout::same) {
-      m_to_input = transpose(n - 1, 0, m_orders[n - 1], row_major_order);
-      m_from_input = transpose(0, n - 1, row_major_order, m_orders[n - 1]);
+      m_to_input = transpose(n - 1, 0, m_orders[n - 1], row_major_order, 3072);
+      m_from_input = transpose(0, n - 1, row_major_order, m_orders[n - 1], 4096);
     }
     MPI_Comm comm = darray::detail::world_comm();
     LoadedWisdom loaded;

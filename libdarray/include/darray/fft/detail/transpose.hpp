@@ -9,6 +9,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -76,11 +77,14 @@ template <class T, class M>
 using Staging = darray::detail::EngineBuffers<T, M>;
 
 // One ReshardPlan executed between Blocks of the plan's source and destination shardings, in the given axis orders.
-// Collective over the processes of the job.
+// `role`: which of its FFT plan's transposes it is (direction and step), mixed into its messages' fingerprint: the
+// forward and backward transforms run transposes between the same shardings, so a process calling forward() while
+// another calls backward() is an error rather than blocks exchanged at different stages. Collective over the
+// processes of the job.
 template <class T, class M>
 class Transpose {
  public:
-  Transpose(std::shared_ptr<const ReshardPlan> plan, AxisOrder src_order, AxisOrder dst_order)
+  Transpose(std::shared_ptr<const ReshardPlan> plan, AxisOrder src_order, AxisOrder dst_order, int64_t role = 0)
       : m_plan(std::move(plan)), m_src_order(src_order), m_dst_order(dst_order) {
     auto layout = [](const AxisOrder& order) {
       return [order](const Index& box, int64_t* strides) {
@@ -89,6 +93,9 @@ class Transpose {
       };
     };
     darray::detail::ReshardMoves moves = darray::detail::reshard_moves(*m_plan, layout(src_order), layout(dst_order));
+    std::size_t operation = static_cast<std::size_t>(moves.list.operation);
+    darray::detail::hash_combine(operation, std::hash<int64_t>{}(role));
+    moves.list.operation = operation;
     m_engine = std::make_unique<darray::detail::MoveEngine>(std::move(moves.list), sizeof(T), "fft transpose");
   }
 

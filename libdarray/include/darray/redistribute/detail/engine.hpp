@@ -239,6 +239,9 @@ class MoveEngine {
       : m_list(std::move(list)), m_element_bytes(element_bytes), m_api(api), m_op(op) {
     DARRAY_THROW_IF(element_bytes == 0, InvalidArgument, api, "element size 0; expected a positive size");
     m_colors = job_colors(m_list.colors, process_count());
+    // One group holding every process is the job itself: its communicator, with nothing to create (a creation is
+    // collective and has no deadline, so a process absent from a first run would hold the others there).
+    if (std::all_of(m_colors.begin(), m_colors.end(), [&](int c) { return c == m_colors.front(); })) m_colors.clear();
     for (const PeerMoves& p : m_list.sends) m_send_elements += p.elements;
     for (const PeerMoves& p : m_list.recvs) m_recv_elements += p.elements;
     m_max_message_bytes = std::max(max_message_bytes(), element_bytes);
