@@ -372,6 +372,32 @@ TEST_CASE("save_npy replaces a file atomically: temporary beside it, permissions
   REQUIRE(all_ok(listing(dir.path()) == std::vector<std::string>{"a.npy", "link.npy"}));
 }
 
+// Without DARRAY_CHECK too: an I/O call's arguments are always compared first (one allgather of 8 bytes beside the
+// file's open, writes, sync and rename). Before, a save to another path on process 1 wrote process 0's path alone
+// and returned on both, and another shape on one process mixed two layouts in one file.
+TEST_CASE("save_npy and load_npy called with other arguments on one process: the same error everywhere, no file") {
+  if (process_count() < 2) return;
+  TempDir dir;
+  const NamedSharding s(make_mesh({device_count()}, {"x"}), P{"x"});
+  const auto a = darray::testing::make_test_array<double, 1>({10}, s);
+  const bool last = process_index() == process_count() - 1;
+  const std::string own = dir.file(last ? "other.npy" : "a.npy");
+  REQUIRE_SAME_ERROR(InvalidArgument, io::save_npy(own, a), "processes disagree", "process 0 runs \"io::save_npy(",
+                     "other.npy");
+  REQUIRE(all_ok(listing(dir.path()).empty()));  // nothing written, not even process 0's file
+  const std::string path = dir.file("a.npy");
+  io::save_npy(path, a);
+  const auto before = darray::testing::read_file_bytes(path);
+  const auto longer = darray::testing::make_test_array<double, 1>({12}, s);
+  REQUIRE_SAME_ERROR(InvalidArgument, io::save_npy(path, last ? longer : a), "processes disagree",
+                     "float64 array of shape (12,)");
+  REQUIRE(all_ok(darray::testing::read_file_bytes(path) == before));  // the file as it was
+  const NamedSharding replicated(make_mesh({device_count()}, {"x"}), P{});
+  REQUIRE_SAME_ERROR(InvalidArgument, (io::load_npy<double, 1>(path, last ? replicated : s)),
+                     "process 0 runs \"io::load_npy<float64, 1>(");
+  REQUIRE(all_ok(listing(dir.path()) == std::vector<std::string>{"a.npy"}));
+}
+
 // Runs only in test_io_npy_check (DARRAY_CHECK=1, several processes): divergent calls are reported, not hung on.
 TEST_CASE("DARRAY_CHECK reports processes that call save/load/read_npy_header differently", "[.check]") {
   REQUIRE(consistency_checks_enabled());

@@ -45,16 +45,17 @@ inline bool consistency_checks_enabled() {
   return s.active ? s.consistency_checks : detail::env_bool("DARRAY_CHECK", false);
 }
 
-// Collective over comm when checks are enabled, a no-op otherwise. op_description should capture everything the
-// processes must agree on (operation, shape, sharding). On a mismatch every process throws the same InvalidArgument
-// naming process 0's operation and the first process whose description differs, with both descriptions.
-inline void check_consistent(MPI_Comm comm, const std::string& op_description) {
-  if (!consistency_checks_enabled()) return;
+namespace detail {
+
+// The comparison itself, whatever DARRAY_CHECK says: collective over comm; on a mismatch every process throws the
+// same InvalidArgument naming process 0's operation and the first process whose description differs. `setting`
+// names what asked for it in the message (" (DARRAY_CHECK)", or nothing for checks that are always on).
+inline void require_same_call(MPI_Comm comm, const std::string& op_description, const char* setting) {
   DARRAY_THROW_IF(comm == MPI_COMM_NULL, InvalidArgument, "check_consistent", "communicator is MPI_COMM_NULL");
   int rank = 0, size = 1;
   DARRAY_MPI_CHECK(MPI_Comm_rank(comm, &rank));
   DARRAY_MPI_CHECK(MPI_Comm_size(comm, &size));
-  const std::uint64_t mine = detail::fnv1a64(op_description);
+  const std::uint64_t mine = fnv1a64(op_description);
   std::vector<std::uint64_t> all(static_cast<std::size_t>(size));
   DARRAY_MPI_CHECK(MPI_Allgather(&mine, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, comm));
   int first = -1;
@@ -63,12 +64,23 @@ inline void check_consistent(MPI_Comm comm, const std::string& op_description) {
   if (first < 0) return;
   std::string reference = rank == 0 ? op_description : std::string();
   std::string differing = rank == first ? op_description : std::string();
-  detail::bcast_string(comm, reference, 0);
-  detail::bcast_string(comm, differing, first);
+  bcast_string(comm, reference, 0);
+  bcast_string(comm, differing, first);
   DARRAY_THROW(InvalidArgument, "check_consistent",
-               "processes disagree on the collective operation (DARRAY_CHECK): process 0 runs \""
-                   << reference << "\" but process " << first << " runs \"" << differing
+               "processes disagree on the collective operation"
+                   << setting << ": process 0 runs \"" << reference << "\" but process " << first << " runs \""
+                   << differing
                    << "\"; every process must call the same collectives with the same arguments in the same order");
+}
+
+}  // namespace detail
+
+// Collective over comm when checks are enabled, a no-op otherwise. op_description should capture everything the
+// processes must agree on (operation, shape, sharding). On a mismatch every process throws the same InvalidArgument
+// naming process 0's operation and the first process whose description differs, with both descriptions.
+inline void check_consistent(MPI_Comm comm, const std::string& op_description) {
+  if (!consistency_checks_enabled()) return;
+  detail::require_same_call(comm, op_description, " (DARRAY_CHECK)");
 }
 
 }  // namespace darray

@@ -93,11 +93,11 @@ class BlockTransfers {
   int64_t m_largest = 0;
 };
 
-// With DARRAY_CHECK=1, processes first compare the call (path, dtype, shape, sharding): MPI-IO needs the same file
-// name everywhere, and a divergent call would otherwise hang or mix two layouts in one file. A no-op otherwise.
+// Processes first compare the call (path, dtype, shape, sharding), with or without DARRAY_CHECK: MPI-IO needs the
+// same file name everywhere, and a divergent call would otherwise write process 0's path alone, mix two layouts in
+// one file, or hang. One allgather of 8 bytes, next to a file's open, writes, sync and rename.
 inline void check_io_call(const std::string& api, const std::string& path, const std::string& details) {
-  if (!consistency_checks_enabled()) return;
-  check_consistent(world_comm(), api + "(" + npy_where(path) + (details.empty() ? "" : ", " + details) + ")");
+  require_same_call(world_comm(), api + "(" + npy_where(path) + (details.empty() ? "" : ", " + details) + ")", "");
 }
 
 // Every process makes the same number of collective rounds: the largest piece count of any process.
