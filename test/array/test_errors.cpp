@@ -1,5 +1,6 @@
 // Argument errors shared by every factory: wrong shape rank, negative extents, a spec longer than the array rank
 // and a mesh from another job. Each is an InvalidArgument naming the factory, raised alike on every process.
+#include <algorithm>
 #include <catch2/catch.hpp>
 
 #include "array_test_util.hpp"
@@ -57,6 +58,29 @@ TEST_CASE("negative extents and meshes of another job are rejected") {
   const NamedSharding foreign(Mesh(table, {static_cast<int64_t>(table.size())}, {"x"}), P{"x"});
   DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, (zeros<double, 1>({8}, foreign)),
                             "darray::zeros:", "the sharding's mesh has devices of process", "but the job has");
+}
+
+// Without DARRAY_CHECK too: the calls that move whole arrays between host and devices compare their arguments
+// first. Before, process_allgather of 8 elements here and 9 on the last process returned on every process, the
+// last one's fifth element never written, and another root made each process wait as a root.
+TEST_CASE("gathers and scatters called with other arguments on one process: the same error everywhere") {
+  if (process_count() < 2) return;
+  const bool last = process_index() == process_count() - 1;
+  const NamedSharding s(make_mesh({device_count()}, {"x"}), P{"x"});
+  const int64_t n = 4 * device_count();
+  const auto a = iota<float, 1>({n + (last ? 1 : 0)}, s);
+  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, (void)process_allgather(a), "processes disagree",
+                            "process_allgather<float32, 1>(shape (" + std::to_string(n) + ",)");
+  const auto b = iota<float, 1>({n}, s);
+  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, (void)gather_to_root(b, last ? 1 : 0), "processes disagree", "root 0",
+                            "root 1");
+  std::vector<Device> devs = devices();
+  if (last) std::reverse(devs.begin(), devs.end());  // the same shape and spec, the devices in another order
+  const NamedSharding reversed(Mesh(devs, {device_count()}, {"x"}), P{"x"});
+  const std::vector<float> host(static_cast<std::size_t>(n), 1.0f);
+  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, ((void)scatter_from_root<float, 1>(0, host, {n}, reversed)),
+                            "processes disagree");
+  REQUIRE(darray::testing::all_ok(process_allgather(b).size() == static_cast<std::size_t>(n)));  // agreeing calls work
 }
 
 // Hidden: runs only in the DARRAY_CHECK=1 registration (see CMakeLists.txt), since without the check the diverging

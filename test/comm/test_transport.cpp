@@ -96,6 +96,15 @@ TEST_CASE("the MPI transport exchanges and builds cached groups") {
                             "Transport::group", "expected one per process");
 }
 
+TEST_CASE("a group whose color every process shares is the transport itself: nothing is created") {
+  // A creation is collective without a deadline: one process absent from a first use held the others there (a sum
+  // over an axis spanning every process on one process, a local one on another, hung past DARRAY_TIMEOUT_S).
+  darray::Transport& t = darray::transport(Backend::mpi);
+  const auto procs = static_cast<std::size_t>(darray::process_count());
+  REQUIRE(darray::testing::all_ok(&t.group(std::vector<int>(procs, 0)) == &t &&
+                                  &t.group(std::vector<int>(procs, 7)) == &t));
+}
+
 TEST_CASE("asking for NCCL where it cannot run is NotSupported on every process") {
   const bool shared = !darray::detail::state().gpu_sharing.empty();
   if (darray::detail::nccl_compiled() && darray::detail::gpu_count() > 0 && !shared) {

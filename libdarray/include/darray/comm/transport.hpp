@@ -40,8 +40,9 @@ class Transport {
     do_exchange(plan, send, recv, options, stream);
   }
 
-  // The transport of this process's group, one color per process of this transport (identical on every process).
-  // Collective over this transport the first time a partition is seen, cached afterwards (colors are relabelled by
+  // The transport of this process's group, one color per process of this transport (identical on every process):
+  // this transport itself when every process has the same color. Otherwise collective over this transport the
+  // first time a partition is seen, cached afterwards (colors are relabelled by
   // first appearance, so equal partitions share one sub-transport). Valid as long as this transport.
   Transport& group(const std::vector<int>& color_of_process) {
     DARRAY_THROW_IF(static_cast<int>(color_of_process.size()) != size(), InvalidArgument, "Transport::group",
@@ -53,6 +54,9 @@ class Transport {
                       "color " << color_of_process[p] << " for process " << p << "; expected 0 or more");
       key[p] = relabel.emplace(color_of_process[p], static_cast<int>(relabel.size())).first->second;
     }
+    // One color: the group is every process of this transport, which is itself (nothing to create: a creation is
+    // collective and has no deadline, so a process absent from a first use would hold the others there).
+    if (relabel.size() <= 1) return *this;
     auto it = m_groups.find(key);
     if (it == m_groups.end()) {
       std::unique_ptr<Transport> g = make_group(key);

@@ -49,17 +49,18 @@ inline void check_root(const char* api, int root) {
       "root process " << root << " is out of range; the job has " << n << " processes (0.." << n - 1 << ")");
 }
 
-// With DARRAY_CHECK=1, every process first compares what it is about to run (operation, dtype, rank, shape,
-// sharding, root), so processes that diverge (another root, another element type) get the same InvalidArgument
-// instead of a deadlock or garbled data. A no-op otherwise.
+// Every process first compares what it is about to run (operation, dtype, rank, shape, sharding with its device
+// order, root), with or without DARRAY_CHECK, so processes that diverge (another root, another shape, another
+// element type) get the same InvalidArgument instead of a deadlock or garbled data. These calls move whole arrays
+// between the host and the devices: one allgather of 8 bytes is small beside them.
 template <class T, int N>
 void check_collective(const char* api, const Shape& shape, const NamedSharding& sharding, int root = -1) {
-  if (!consistency_checks_enabled()) return;
   std::ostringstream os;
-  os << api << "<" << dtype_name<T>() << ", " << N << ">(shape " << numpy_shape_string(shape) << ", " << sharding;
+  os << api << "<" << dtype_name<T>() << ", " << N << ">(shape " << numpy_shape_string(shape) << ", " << sharding
+     << " #" << std::hex << sharding.mesh().hash() << std::dec;
   if (root >= 0) os << ", root " << root;
   os << ")";
-  check_consistent(world_comm(), os.str());
+  require_same_call(world_comm(), os.str(), consistency_checks_enabled() ? " (DARRAY_CHECK)" : "");
 }
 
 // The element type of a contiguous container (std::vector, std::array, a host Kokkos view, a C array).
