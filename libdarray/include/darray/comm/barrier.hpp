@@ -4,11 +4,9 @@
 
 #include <mpi.h>
 
-#include <vector>
-
 #include "darray/comm/check.hpp"
-#include "darray/comm/detail/deadline.hpp"
 #include "darray/core/error.hpp"
+#include "darray/runtime/detail/arrival.hpp"
 #include "darray/runtime/detail/kokkos_compat.hpp"
 #include "darray/runtime/detail/mpi.hpp"
 #include "darray/runtime/detail/state.hpp"
@@ -28,41 +26,9 @@ inline void barrier() {
     DARRAY_MPI_CHECK(MPI_Barrier(s.comm));
     return;
   }
-  // Every process counts its barriers alike, so a message of a barrier that timed out cannot complete a later one
-  // (until the tag wraps around, 32,767 barriers later at the least).
-  static unsigned generation = 0;
-  const int tag = static_cast<int>(generation++ % 32767u);
-  std::vector<MPI_Request> requests;
-  std::vector<int> peers;
-  requests.reserve(2 * static_cast<std::size_t>(s.size));
-  for (int p = 0; p < s.size; ++p) {
-    if (p == s.rank) continue;
-    requests.emplace_back(MPI_REQUEST_NULL);
-    DARRAY_MPI_CHECK(MPI_Irecv(nullptr, 0, MPI_BYTE, p, tag, s.sync_comm, &requests.back()));
-    peers.push_back(p);
-  }
-  const std::size_t receives = requests.size();
-  for (int p = 0; p < s.size; ++p) {
-    if (p == s.rank) continue;
-    requests.emplace_back(MPI_REQUEST_NULL);
-    DARRAY_MPI_CHECK(MPI_Isend(nullptr, 0, MPI_BYTE, p, tag, s.sync_comm, &requests.back()));
-    peers.push_back(p);
-  }
-  try {
-    detail::wait_all_until(requests, "barrier", peers, s.wait_timeout_s);
-  } catch (...) {
-    // Empty messages: nothing refers to a buffer, so the unfinished requests can simply be released.
-    for (std::size_t i = 0; i < requests.size(); ++i) {
-      if (requests[i] == MPI_REQUEST_NULL) continue;
-      if (i < receives) {
-        MPI_Cancel(&requests[i]);
-        MPI_Wait(&requests[i], MPI_STATUS_IGNORE);
-      } else {
-        MPI_Request_free(&requests[i]);
-      }
-    }
-    throw;
-  }
+  // One round of arrive_together's meeting (runtime/detail/arrival.hpp): the late process passes once it arrives,
+  // its peers' messages being there already.
+  detail::meet_round(s, detail::next_sync_tag(s), "barrier");
 }
 
 }  // namespace darray

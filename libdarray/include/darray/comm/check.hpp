@@ -11,6 +11,7 @@
 #include "darray/comm/chunked_collectives.hpp"
 #include "darray/core/env.hpp"
 #include "darray/core/error.hpp"
+#include "darray/runtime/detail/arrival.hpp"
 #include "darray/runtime/detail/mpi.hpp"
 #include "darray/runtime/detail/state.hpp"
 
@@ -49,12 +50,19 @@ namespace detail {
 
 // The comparison itself, whatever DARRAY_CHECK says: collective over comm; on a mismatch every process throws the
 // same InvalidArgument naming process 0's operation and the first process whose description differs. `setting`
-// names what asked for it in the message (" (DARRAY_CHECK)", or nothing for checks that are always on).
+// names what asked for it in the message (" (DARRAY_CHECK)", or nothing for checks that are always on). Under
+// DARRAY_TIMEOUT_S the processes meet first (detail::arrive_together), so one that never comes is an MpiError naming
+// it and this process's call, not a hang in the allgather.
 inline void require_same_call(MPI_Comm comm, const std::string& op_description, const char* setting) {
   DARRAY_THROW_IF(comm == MPI_COMM_NULL, InvalidArgument, "check_consistent", "communicator is MPI_COMM_NULL");
   int rank = 0, size = 1;
   DARRAY_MPI_CHECK(MPI_Comm_rank(comm, &rank));
   DARRAY_MPI_CHECK(MPI_Comm_size(comm, &size));
+  try {
+    arrive_together(comm, "check_consistent");  // under DARRAY_TIMEOUT_S: a process that never comes is an error
+  } catch (const MpiError& e) {
+    throw MpiError(e.api(), e.message() + " (this process was about to run " + op_description + ")", e.code());
+  }
   const std::uint64_t mine = fnv1a64(op_description);
   std::vector<std::uint64_t> all(static_cast<std::size_t>(size));
   DARRAY_MPI_CHECK(MPI_Allgather(&mine, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, comm));

@@ -14,6 +14,7 @@
 
 #include "darray/comm/check.hpp"
 #include "darray/core/error.hpp"
+#include "darray/runtime/detail/arrival.hpp"
 #include "darray/runtime/detail/mpi.hpp"
 #include "darray/runtime/detail/state.hpp"
 
@@ -130,6 +131,7 @@ inline const ProcessGroup& process_group(const std::vector<int>& color_of_proces
   g->m_color = key[static_cast<std::size_t>(rank)];
   for (int p = 0; p < size; ++p)
     if (key[static_cast<std::size_t>(p)] == g->m_color) g->m_world_ranks.push_back(p);
+  detail::arrive_together(world, "group_comm");  // under DARRAY_TIMEOUT_S: never left alone in the split
   DARRAY_MPI_CHECK(MPI_Comm_split(world, g->m_color, rank, &g->m_comm));
   int group_size = 0;
   DARRAY_MPI_CHECK(MPI_Comm_rank(g->m_comm, &g->m_rank));

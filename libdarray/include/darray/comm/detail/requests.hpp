@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "darray/comm/detail/chunking.hpp"
-#include "darray/comm/detail/deadline.hpp"
 #include "darray/core/error.hpp"
+#include "darray/runtime/detail/deadline.hpp"
 #include "darray/runtime/detail/mpi.hpp"
 
 namespace darray {

@@ -19,9 +19,9 @@
 #include <vector>
 
 #include "darray/comm/chunked_collectives.hpp"
-#include "darray/comm/detail/deadline.hpp"
 #include "darray/comm/limits.hpp"
 #include "darray/core/error.hpp"
+#include "darray/runtime/detail/deadline.hpp"
 #include "darray/runtime/detail/mpi.hpp"
 
 namespace darray {

@@ -31,6 +31,7 @@
 #include "darray/fft/stages.hpp"
 #include "darray/redistribute/reshard.hpp"
 #include "darray/runtime/detail/agree.hpp"
+#include "darray/runtime/detail/arrival.hpp"
 #include "darray/runtime/detail/single_copy.hpp"
 #include "darray/runtime/environment.hpp"
 
@@ -163,6 +164,9 @@ class PlanCore {
       m_from_input = transpose(0, n - 1, row_major_order, m_orders[n - 1], 4096);
     }
     MPI_Comm comm = darray::detail::world_comm();
+    // Under DARRAY_TIMEOUT_S a process that never builds this plan is an error here, not a hang in the agreements
+    // below (whose waits for one process's planning have no deadline: measuring may take minutes).
+    darray::detail::arrive_together(comm, api);
     LoadedWisdom loaded;
     if (!options.wisdom_file.empty()) {
       loaded = load_wisdom_file(api, options.wisdom_file, comm);

@@ -20,6 +20,7 @@
 #include "darray/comm/detail/same_reduction.hpp"
 #include "darray/core/error.hpp"
 #include "darray/ops/detail/kernels.hpp"
+#include "darray/runtime/detail/arrival.hpp"
 #include "darray/runtime/detail/kokkos_compat.hpp"
 #include "darray/runtime/detail/mpi.hpp"
 #include "darray/runtime/detail/state.hpp"
@@ -118,6 +119,7 @@ Acc combine_processes(const Acc& mine, std::uint64_t fingerprint, const Describe
   own.fingerprint = fingerprint;
   own.value = mine;
   std::vector<Tagged> all(static_cast<std::size_t>(size));
+  arrive_together(comm, to_string(op));  // under DARRAY_TIMEOUT_S: a process that never comes is an error
   DARRAY_MPI_CHECK(MPI_Allgather(&own, static_cast<int>(sizeof(Tagged)), MPI_BYTE, all.data(),
                                  static_cast<int>(sizeof(Tagged)), MPI_BYTE, comm));
   for (const Tagged& t : all)
