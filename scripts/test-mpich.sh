@@ -16,8 +16,8 @@ fi
 
 # The CI subset, the one list of it: each line is a build target, then the ctest tests that run it. At 2 processes
 # where the test allows (MPICH busy-polls: oversubscribed runs crawl). The transport (p2p, chunked messages,
-# sub-communicators, the collective-consistency checks), Environments created and destroyed, the two tests that hit
-# MPICH's error handler on MPI_COMM_WORLD (mismatched operations and the deadline on waits:
+# sub-communicators, the collective-consistency checks), Environments created and destroyed, the tests that hit
+# MPICH's error handler on MPI_COMM_WORLD (mismatched operations and the deadline on waits and meetings:
 # detail::WorldReturnsErrors), a multi-process reshard, the all-reduce example, and a process leaving early (the
 # shutdown's MPI_Ibarrier and MPI_Abort under Hydra; 3 processes, about 3 s each).
 subset=(
@@ -25,6 +25,7 @@ subset=(
   "test_comm_lifecycle test_comm_lifecycle.np2.hd1"
   "test_mismatch       test_mismatch.np2.hd1 test_mismatch.np2.hd2"
   "test_deadline       test_deadline.np2.hd1"
+  "test_arrival        test_arrival.np2.hd1 test_arrival.process_allgather-skipped.np2.hd1"
   "test_reshard        test_reshard.np2.hd2"
   "allreduce           allreduce.np2.hd1 allreduce.multi.np2.hd4"
   "early_exit_victim   reliability.early-exit.normal reliability.early-exit.barrier reliability.early-exit.unwinding"
