@@ -287,6 +287,62 @@ TEST_CASE("missing, corrupt, truncated and foreign wisdom: reported alike everyw
   fft::forget_wisdom();
 }
 
+// The header of the first "(fftw-... fftw_wisdom #x..." section of a wisdom text: FFTW's version, precision and the
+// checksum of the solvers it had registered.
+std::string fftw_header(const std::string& text) {
+  const auto at = text.find(" fftw_wisdom #x");
+  if (at == std::string::npos) return "";
+  const auto open = text.rfind('(', at);
+  return text.substr(open + 1, text.find('\n', at) - open - 1);
+}
+
+TEST_CASE("wisdom of another FFTW solver configuration is kept beside this one's, not refused", "[fft]") {
+  // FFTW signs its wisdom with a checksum of the solvers it has registered, which depends on more than its version:
+  // FFTW-MPI or FFTW's threads set up in one program and not in the other, another CPU's SIMD. A file written under
+  // one configuration and loaded under another was refused, and the plan's save then replaced it, so programs of the
+  // two kinds sharing one file measured in every run. The other configuration here is this file with its checksum
+  // changed, which is all FFTW sees of it.
+  TempDir dir;
+  fft::forget_wisdom();
+  const Shape shape{8, 12, 10};
+  const NamedSharding sharding = fft::auto_sharding(shape);
+  const auto x = fft_test::random_array<C, Host>(shape, sharding, 73);
+  const auto expect = Serial<double>::c2c(process_allgather(x), shape, FFTW_FORWARD);
+  const std::string path = dir.file("other-solvers.wisdom");
+  { const fft::Plan<double, Host> p(shape, sharding, measured(path)); }
+  std::string text = from_root(read_text(path));
+  const std::string ours = fftw_header(text);
+  REQUIRE(all_ok(!ours.empty()));
+  const auto digit = text.find(" fftw_wisdom #x") + std::string(" fftw_wisdom #x").size();
+  text[digit] = text[digit] == '0' ? '1' : '0';
+  const std::string theirs = fftw_header(text);
+  write_on_root(path, text);
+
+  fft::forget_wisdom();
+  const fft::WisdomReport r = fft::load_wisdom(path);
+  INFO(r.message);
+  REQUIRE(all_ok(r.status == fft::WisdomStatus::loaded && contains(r.message, "another FFTW solver configuration")));
+  REQUIRE(all_ok(from_root(r.message) == r.message));
+  // A plan over it takes darray's choices from the file (nothing of darray's measured), FFTW plans for this
+  // configuration, and saves: the file then holds both configurations' FFTW sections.
+  fft::forget_wisdom();
+  const fft::Plan<double, Host> plan(shape, sharding, measured(path));
+  INFO(plan.describe());
+  REQUIRE(all_ok(contains(plan.describe(), "(wisdom)") && !contains(plan.describe(), "(measured)") &&
+                 !contains(plan.describe(), "ignored") && contains(plan.describe(), "saved")));
+  REQUIRE(all_ok(relative_error(process_allgather(plan.forward(x)), expect) < 1e-12));
+  const std::string both = from_root(read_text(path));
+  INFO(both);
+  REQUIRE(all_ok(contains(both, "(" + ours + "\n") && contains(both, "(" + theirs + "\n")));
+  // In a later run of this configuration: its section imported, the other one kept, nothing measured or written.
+  fft::forget_wisdom();
+  const fft::Plan<double, Host> later(shape, sharding, measured(path));
+  INFO(later.describe());
+  REQUIRE(all_ok(contains(later.describe(), "(wisdom)") && !contains(later.describe(), "saved")));
+  REQUIRE(all_ok(from_root(read_text(path)) == both));
+  fft::forget_wisdom();
+}
+
 TEST_CASE("wisdom paths that cannot be read or written", "[fft]") {
   TempDir dir;
   fft::forget_wisdom();

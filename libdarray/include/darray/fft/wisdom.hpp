@@ -15,10 +15,13 @@ namespace darray {
 namespace fft {
 
 // Collective. Process 0 reads `path`, every process imports what it read, and all return the same report: loaded;
-// missing (nothing imported); rejected (corrupt, truncated or from another FFTW build: nothing of darray's is
-// imported, process 0 logs a warning). Throws IoError everywhere when the path exists but cannot be read (a
-// directory, no permission). Text already imported since the last forget_wisdom is not imported again (FFTW's import
-// has a fixed cost of about 0.2 ms), so naming the file in every plan's options costs little.
+// missing (nothing imported); rejected (corrupt, truncated or from another FFTW version: nothing of darray's is
+// imported, process 0 logs a warning). FFTW wisdom that this FFTW version wrote under another solver configuration
+// (FFTW-MPI or threads set up in one program and not the other, another CPU) is not imported but kept, and saved
+// again beside this process's own, so programs of both kinds can share one file; the report says so. Throws IoError
+// everywhere when the path exists but cannot be read (a directory, no permission). Text already imported since the last
+// forget_wisdom is not imported again (FFTW's import has a fixed cost of about 0.2 ms), so naming the file in every
+// plan's options costs little.
 inline WisdomReport load_wisdom(const std::string& path) {
   return detail::load_wisdom_file("fft::load_wisdom", path, darray::detail::world_comm()).report;
 }

@@ -174,9 +174,10 @@ class PlanCore {
     }
     choose_strategies();
     // Saved when this plan measured something, or the file lacks what memory held (choices that came from the
-    // file came with their FFTW wisdom: nothing to add).
+    // file came with their FFTW wisdom: nothing to add, unless that wisdom was another solver configuration's and
+    // FFTW measured its part here; a save that would add nothing writes nothing).
     if (!options.wisdom_file.empty() && m_local.level() > 0 &&
-        (m_measured || loaded.report.status != WisdomStatus::loaded)) {
+        (m_measured || loaded.report.status != WisdomStatus::loaded || loaded.kept > 0)) {
       // A wisdom file that cannot be written costs the next run a measurement, not this plan: warn, go on.
       const darray::detail::CapturedError error = darray::detail::capture_error([&] {
         const bool wrote = save_wisdom_file(

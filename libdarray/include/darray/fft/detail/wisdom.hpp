@@ -77,11 +77,19 @@ inline std::map<std::string, Choice>& choice_table() {
 // than an estimate plan, and every plan naming Options::wisdom_file loads the file again: so a text or section
 // imported since the last forget is not imported again. The record assumes wisdom is forgotten through darray
 // (fft::forget_wisdom); after a direct fftw_forget_wisdom, plans measure again instead of using the file.
-inline std::set<std::string>& imported_texts() {
-  static std::set<std::string> texts;
+inline std::map<std::string, std::size_t>& imported_texts() {  // each with its count of kept sections (below)
+  static std::map<std::string, std::size_t> texts;
   return texts;
 }
 inline std::set<std::string>& imported_sections() {
+  static std::set<std::string> sections;
+  return sections;
+}
+// FFTW sections of files loaded since the last forget that this FFTW refused as written under another solver
+// configuration (same version, another checksum of the registered solvers: FFTW-MPI or threads set up in one program
+// and not the other, another CPU's SIMD), kept as read so that saving writes them back beside this process's own
+// (choices_mutex).
+inline std::set<std::string>& kept_sections() {
   static std::set<std::string> sections;
   return sections;
 }
@@ -249,7 +257,8 @@ inline bool written_by_this_fftw(const std::string& header) {
 #endif
 }
 
-// This process's wisdom as canonical sections: darray's choices, then FFTW's per precision.
+// This process's wisdom as canonical sections: darray's choices, then FFTW's per precision, then the sections kept for
+// other solver configurations.
 inline std::vector<Section> local_wisdom() {
   std::vector<Section> out;
   Section mine;
@@ -266,6 +275,16 @@ inline std::vector<Section> local_wisdom() {
     if (split_sections(text, &s, &why)) out.insert(out.end(), s.begin(), s.end());
   }
 #endif
+  std::set<std::string> kept;
+  {
+    std::lock_guard<std::mutex> lock(choices_mutex());
+    kept = kept_sections();
+  }
+  for (const std::string& text : kept) {
+    std::vector<Section> s;
+    std::string why;
+    if (split_sections(text, &s, &why)) out.insert(out.end(), s.begin(), s.end());
+  }
   return out;
 }
 
@@ -295,17 +314,36 @@ inline std::string merge_wisdom(const std::vector<std::vector<Section>>& per_pro
   return text;
 }
 
+#if defined(DARRAY_HAS_FFTW)
+// The header this FFTW writes for a precision's section ("fftw-3.3.10 fftw_wisdom #x... #x... #x... #x...", the last
+// four words the checksum of the solvers it has registered now). Costs an export (FFTW computes the checksum).
+inline std::string own_fftw_header(const std::string& kind) {
+  std::vector<Section> s;
+  std::string why;
+  const std::string text =
+      kind == FftwWisdom<double>::name ? FftwWisdom<double>::exported() : FftwWisdom<float>::exported();
+  return split_sections(text, &s, &why) && !s.empty() ? s.front().header : std::string();
+}
+#endif
+
 // Validates and imports wisdom text on this process (no communication). Returns "" or why it was refused; on a
 // refusal nothing of darray's is recorded (FFTW keeps the sections it had accepted: they are valid for this build).
-inline std::string import_wisdom_text(const std::string& text) {
+// FFTW sections this FFTW version wrote under another solver configuration are not imported but kept for saving
+// (kept_sections), counted in *kept; darray's choices are taken all the same.
+inline std::string import_wisdom_text(const std::string& text, std::size_t* kept = nullptr) {
   {
     std::lock_guard<std::mutex> lock(choices_mutex());
-    if (imported_texts().count(text) != 0) return "";
+    const auto it = imported_texts().find(text);
+    if (it != imported_texts().end()) {
+      if (kept != nullptr) *kept = it->second;
+      return "";
+    }
   }
   std::vector<Section> sections;
   std::string why;
   if (!split_sections(text, &sections, &why)) return why;
   std::map<std::string, Choice> choices;
+  std::vector<std::string> other_configuration;
   for (const Section& s : sections) {
     if (s.header == darray_header) {
       for (const std::string& c : s.children) {
@@ -335,6 +373,10 @@ inline std::string import_wisdom_text(const std::string& text) {
     }
     const bool ok =
         kind == FftwWisdom<double>::name ? FftwWisdom<double>::import(section) : FftwWisdom<float>::import(section);
+    if (!ok && written_by_this_fftw(s.header) && s.header != own_fftw_header(kind)) {
+      other_configuration.push_back(section);
+      continue;
+    }
     if (!ok)
       return "this FFTW (" + std::string(fftw_version_string()) + ") refused its \"" + s.header.substr(0, 40) +
              "...\" section: written by another FFTW version or build, or corrupt";
@@ -344,7 +386,9 @@ inline std::string import_wisdom_text(const std::string& text) {
 #endif
   for (const auto& kv : choices) record_choice(kv.first, kv.second);
   std::lock_guard<std::mutex> lock(choices_mutex());
-  imported_texts().insert(text);
+  imported_texts()[text] = other_configuration.size();
+  kept_sections().insert(other_configuration.begin(), other_configuration.end());
+  if (kept != nullptr) *kept = other_configuration.size();
   return "";
 }
 
@@ -366,7 +410,8 @@ inline bool holds_all(const std::string& previous, const std::string& text) {
 
 struct LoadedWisdom {
   WisdomReport report;
-  std::string text;  // the file's contents as read (empty when missing)
+  std::string text;      // the file's contents as read (empty when missing)
+  std::size_t kept = 0;  // FFTW sections of another solver configuration, kept (see import_wisdom_text)
 };
 
 // Collective over comm: process 0 reads `path` and broadcasts it, every process imports it and they agree on the
@@ -390,11 +435,15 @@ inline LoadedWisdom load_wisdom_file(const char* api, const std::string& path, M
     return out;
   }
   bcast_string(comm, out.text, 0);
-  std::string why = import_wisdom_text(out.text);
+  std::string why = import_wisdom_text(out.text, &out.kept);
   int ok = why.empty() ? 1 : 0, all = 0;
   DARRAY_MPI_CHECK(MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm));
   if (all == 1) {
     out.report = {WisdomStatus::loaded, "wisdom loaded from " + quoted_path(path)};
+    if (out.kept > 0)
+      out.report.message +=
+          " (its FFTW wisdom for another FFTW solver configuration, FFTW-MPI or threads set up in one program and not "
+          "the other or another CPU, kept beside this one's)";
     return out;
   }
   // Every process tells process 0's reason (identical input, so the same reason, barring a broken process).
@@ -466,6 +515,7 @@ inline void forget_all_wisdom() {
   choice_table().clear();
   imported_texts().clear();
   imported_sections().clear();
+  kept_sections().clear();
 }
 
 }  // namespace detail
