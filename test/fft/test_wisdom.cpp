@@ -343,6 +343,23 @@ TEST_CASE("wisdom of another FFTW solver configuration is kept beside this one's
   fft::forget_wisdom();
 }
 
+TEST_CASE("a spec with or without its trailing Nones finds the same wisdom", "[fft]") {
+  // P("x") and P("x", None, None) place the blocks alike (the same plan): a plan over one takes what a plan over the
+  // other measured, instead of measuring again (fft::auto_sharding gives the second form, users often write the
+  // first).
+  TempDir dir;
+  fft::forget_wisdom();
+  const Shape shape{8, 12, 10};
+  const Mesh mesh = make_mesh({device_count()}, {"x"});
+  const std::string path = dir.file("trailing.wisdom");
+  { const fft::Plan<double, Host> p(shape, NamedSharding(mesh, P("x", none, none)), measured(path)); }
+  fft::forget_wisdom();
+  const fft::Plan<double, Host> short_spec(shape, NamedSharding(mesh, P("x")), measured(path));
+  INFO(short_spec.describe());
+  REQUIRE(all_ok(contains(short_spec.describe(), "(wisdom)") && !contains(short_spec.describe(), "(measured)")));
+  fft::forget_wisdom();
+}
+
 TEST_CASE("wisdom paths that cannot be read or written", "[fft]") {
   TempDir dir;
   fft::forget_wisdom();

@@ -1,12 +1,14 @@
 // Meeting points under DARRAY_TIMEOUT_S. MPI's blocking collectives have no deadline, so a process that never comes
 // to one (it failed, returned, or took another path) leaves the others in it forever. The library's collective steps
-// on the job's communicator that are not exchanges (comparing a call's arguments, agreeing on errors, creating a
-// group's communicator, a whole-array reduction's allgather, an FFT plan's agreements) therefore first meet here when
-// a deadline is set: every process exchanges an empty message with every other in two rounds, point to point on a
-// communicator of their own (so a round that times out leaves nothing pending in MPI): round one says "I am here",
-// round two "I saw everyone here". A process enters the collective only after round two, so when the others time
-// out in round one, a late process that completes round one still waits for round two and times out too, instead of
-// entering the collective alone. Without a deadline nothing happens here (no message, no cost).
+// on the job's communicator that are not exchanges (comparing a call's arguments, creating a group's communicator, a
+// whole-array reduction's allgather, an FFT plan's first agreement) therefore first meet here when a deadline is set:
+// every process exchanges an empty message with every other in two rounds, point to point on a communicator of their
+// own (so a round that times out leaves nothing pending in MPI): round one says "I am here", round two "I saw everyone
+// here". A process enters the collective only after round two, so when the others time out in round one, a late process
+// that completes round one still waits for round two and times out too, instead of entering the collective alone. Once
+// any process passes round two, every process has sent its round-two messages (each does so only after passing round
+// one), so the others' waits end too: only a message delivered later than the deadline could still split them. Without
+// a deadline nothing happens here (no message, no cost).
 #pragma once
 
 #include <mpi.h>
