@@ -25,8 +25,8 @@ inline void sync_global_devices(const std::string& name) {
   const std::uint64_t h = detail::fnv1a64(name);
   // min(h) and min(~h) = ~max(h) in one call: the names agree exactly when min and max agree.
   std::uint64_t v[2] = {h, ~h};
-  detail::arrive_together(comm,
-                          "sync_global_devices");  // under DARRAY_TIMEOUT_S: a process that never comes is an error
+  // Under DARRAY_TIMEOUT_S a process that never comes is an error, not a hang in the allreduce.
+  detail::arrive_together(comm, "sync_global_devices");
   DARRAY_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_UINT64_T, MPI_MIN, comm));
   if (v[0] == ~v[1]) return;
   int size = 1, rank = 0;

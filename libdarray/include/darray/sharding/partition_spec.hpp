@@ -131,6 +131,18 @@ using P = PartitionSpec;
 
 inline std::ostream& operator<<(std::ostream& os, const PartitionSpec& spec) { return os << spec.to_string(); }
 
+namespace detail {
+
+// The spec's entries at `rank` dims, unsharded entries appended: P("x") and P("x", None) place a rank-2 array's
+// blocks alike, so what identifies a placement across calls (a movement's fingerprint, an FFT stage's wisdom key)
+// reads these rather than the spec as written.
+inline std::vector<PartitionSpec::Entry> entries_at_rank(const PartitionSpec& spec, std::size_t rank) {
+  std::vector<PartitionSpec::Entry> entries = spec.entries();
+  if (entries.size() < rank) entries.resize(rank);
+  return entries;
+}
+
+}  // namespace detail
 }  // namespace darray
 
 template <>

@@ -519,12 +519,11 @@ class PlanCore {
   std::string choice_key(const Slot& slot) const {
     // The input's spec at rank 3: P("x") and P("x", None, None) place the blocks alike and share their wisdom (the
     // second form is fft::auto_sharding's, so keys written before read the same).
-    std::vector<PartitionSpec::Entry> spec = m_input.spec().entries();
-    spec.resize(3);
     std::ostringstream os;
     os << (m_real ? "r2c" : "c2c") << "/" << dtype_name<R>() << "/" << shape_to_string(m_shape) << "/p"
        << process_count() << "d" << local_device_count() << "/" << m_input.mesh().to_string() << "/"
-       << PartitionSpec(std::move(spec)) << "/" << m_options.output << "/s" << slot.stage << (slot.forward ? "f" : "b");
+       << PartitionSpec(darray::detail::entries_at_rank(m_input.spec(), 3)) << "/" << m_options.output << "/s"
+       << slot.stage << (slot.forward ? "f" : "b");
     return wisdom_token(os.str());
   }
 

@@ -100,21 +100,19 @@ struct MoveList {
 };
 
 // MoveList::operation of a movement from `from` to `to` over an array of `shape`, and `extra` arguments (a halo
-// phase's widths and boundaries). Content hashes, equal on every process that passes equal arguments; a spec's
-// trailing unsharded dims are left out (P("x") and P("x", None) place blocks alike).
+// phase's widths and boundaries). Content hashes, equal on every process that passes equal arguments; specs are read
+// at the array's rank (detail::entries_at_rank: P("x") and P("x", None) place blocks alike).
 inline std::uint64_t operation_fingerprint(const NamedSharding& from, const NamedSharding& to, const Shape& shape,
                                            const std::vector<int64_t>& extra = {}) {
   std::size_t h = 0;
   for (const NamedSharding* s : {&from, &to}) {
     hash_combine(h, s->mesh().hash());
-    const auto& entries = s->spec().entries();
-    std::size_t used = entries.size();
-    while (used > 0 && entries[used - 1].empty()) --used;
-    for (std::size_t d = 0; d < used; ++d) {
-      hash_combine(h, entries[d].size());  // keeps P(("x", "y")) apart from P("x", "y")
-      for (const std::string& axis : entries[d]) hash_combine(h, std::hash<std::string>{}(axis));
+    const auto entries = entries_at_rank(s->spec(), shape.size());
+    for (const auto& entry : entries) {
+      hash_combine(h, entry.size());  // keeps P(("x", "y")) apart from P("x", "y")
+      for (const std::string& axis : entry) hash_combine(h, std::hash<std::string>{}(axis));
     }
-    hash_combine(h, used);
+    hash_combine(h, entries.size());
   }
   hash_combine(h, shape.size());
   for (const int64_t n : shape) hash_combine(h, std::hash<int64_t>{}(n));
