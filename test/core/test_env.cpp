@@ -51,3 +51,11 @@ TEST_CASE("env_int and env_bool read the environment") {
   ::unsetenv("DARRAY_TEST_BOOL");
   CHECK_FALSE(env_bool("DARRAY_TEST_BOOL", false));
 }
+
+TEST_CASE("split_words splits at blanks, tabs and line ends") {
+  CHECK(split_words("  fftw-3.3.10 fftw_wisdom\t#x1\n#x2 ") ==
+        std::vector<std::string>{"fftw-3.3.10", "fftw_wisdom", "#x1", "#x2"});
+  CHECK(split_words("one") == std::vector<std::string>{"one"});
+  CHECK(split_words("").empty());
+  CHECK(split_words(" \t\r\n").empty());
+}

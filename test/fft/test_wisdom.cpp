@@ -253,6 +253,9 @@ TEST_CASE("missing, corrupt, truncated and foreign wisdom: reported alike everyw
       {"truncated", text.substr(0, text.size() / 2), "truncated"},
       {"foreign", foreign, "another FFTW version or build"},
       {"bad-entry", "(darray-fft-wisdom 1\n  (key strategy notanumber)\n)\n", "malformed darray entry"},
+      {"bad-level", "(darray-fft-wisdom 1\n  (key strategy 3)\n)\n", "malformed darray entry"},
+      {"short-entry", "(darray-fft-wisdom 1\n  (key strategy)\n)\n", "malformed darray entry"},
+      {"long-entry", "(darray-fft-wisdom 1\n  (key strategy 1 more)\n)\n", "malformed darray entry"},
       {"unknown", "(something-else 3\n)\n", "unknown section"},
   };
   for (const Case& c : cases) {

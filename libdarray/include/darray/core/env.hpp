@@ -2,6 +2,7 @@
 // InvalidArgument naming the variable, the value and what is accepted.
 #pragma once
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
@@ -35,6 +36,19 @@ inline std::vector<std::string> split(const std::string& s, char sep) {
   }
   parts.push_back(cur);
   return parts;
+}
+
+// The words of s: runs of characters other than blanks, tabs and line ends.
+inline std::vector<std::string> split_words(const std::string& s) {
+  std::vector<std::string> words;
+  std::size_t i = 0;
+  for (;;) {
+    i = s.find_first_not_of(" \t\r\n", i);
+    if (i == std::string::npos) return words;
+    const std::size_t end = std::min(s.find_first_of(" \t\r\n", i), s.size());
+    words.push_back(s.substr(i, end - i));
+    i = end;
+  }
 }
 
 // Strict decimal integer: optional sign, digits only, within [lo, hi]. `what` names the source for messages

@@ -153,18 +153,22 @@ inline bool read_whole_file(const char* api, const std::string& path, std::strin
   if (!require_regular_file(api, path, /*missing_ok=*/true, &st)) return false;
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   DARRAY_THROW_IF(fd < 0, IoError, api, quoted_path(path) << ": cannot open: " << std::strerror(errno));
-  contents->clear();
-  char buffer[1 << 16];
+  // Read straight into the string, sized from stat (one spare byte to see the end in the same call); a file that
+  // grows meanwhile is read to its end all the same.
+  std::size_t size = 0;
+  contents->resize(static_cast<std::size_t>(st.st_size > 0 ? st.st_size : 0) + 1);
   for (;;) {
-    const ssize_t got = ::read(fd, buffer, sizeof buffer);
+    if (size == contents->size()) contents->resize(2 * size);
+    const ssize_t got = ::read(fd, &(*contents)[size], contents->size() - size);
     if (got < 0 && errno == EINTR) continue;
     if (got <= 0) {
       const int err = errno;
       ::close(fd);
+      contents->resize(size);
       DARRAY_THROW_IF(got < 0, IoError, api, quoted_path(path) << ": read failed: " << std::strerror(err));
       return true;
     }
-    contents->append(buffer, static_cast<std::size_t>(got));
+    size += static_cast<std::size_t>(got);
   }
 }
 

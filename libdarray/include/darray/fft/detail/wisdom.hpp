@@ -15,12 +15,12 @@
 #include <map>
 #include <mutex>
 #include <set>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "darray/comm/check.hpp"
 #include "darray/comm/detail/file_replace.hpp"
+#include "darray/core/env.hpp"
 #include "darray/core/error.hpp"
 #include "darray/fft/detail/fftw.hpp"
 #include "darray/runtime/detail/agree.hpp"
@@ -115,13 +115,6 @@ struct Section {
   std::vector<std::string> children;
 };
 
-inline std::string trim(const std::string& s) {
-  std::size_t a = 0, b = s.size();
-  while (a < b && std::isspace(static_cast<unsigned char>(s[a]))) ++a;
-  while (b > a && std::isspace(static_cast<unsigned char>(s[b - 1]))) --b;
-  return s.substr(a, b - a);
-}
-
 // Splits text into sections of depth-2 s-expressions. False (and why) for unbalanced parentheses, text outside the
 // sections, or a third nesting level (FFTW writes none).
 inline bool split_sections(const std::string& text, std::vector<Section>* out, std::string* why) {
@@ -139,7 +132,7 @@ inline bool split_sections(const std::string& text, std::vector<Section>* out, s
     Section s;
     std::size_t j = i + 1;
     while (j < n && text[j] != '(' && text[j] != ')') ++j;
-    s.header = trim(text.substr(i + 1, j - i - 1));
+    s.header = darray::detail::trim(text.substr(i + 1, j - i - 1));
     for (;;) {
       while (j < n && std::isspace(static_cast<unsigned char>(text[j]))) ++j;
       if (j >= n) {
@@ -176,10 +169,19 @@ inline bool split_sections(const std::string& text, std::vector<Section>* out, s
 }
 
 // Canonical text of a section: header, children sorted and unique, one per line, as FFTW prints its own.
+inline std::string format_section(const std::string& header, std::vector<std::string> children) {
+  std::sort(children.begin(), children.end());
+  children.erase(std::unique(children.begin(), children.end()), children.end());
+  std::size_t bytes = header.size() + 4;
+  for (const std::string& c : children) bytes += c.size() + 3;
+  std::string s;
+  s.reserve(bytes);
+  s.append("(").append(header).append("\n");
+  for (const std::string& c : children) s.append("  ").append(c).append("\n");
+  return s.append(")\n");
+}
 inline std::string format_section(const std::string& header, const std::set<std::string>& children) {
-  std::string s = "(" + header + "\n";
-  for (const std::string& c : children) s += "  " + c + "\n";
-  return s + ")\n";
+  return format_section(header, std::vector<std::string>(children.begin(), children.end()));
 }
 
 inline constexpr const char* darray_header = "darray-fft-wisdom 1";
@@ -192,11 +194,15 @@ inline std::string wisdom_token(const std::string& s) {
   return t;
 }
 
+// Reads "(KEY STRATEGY LEVEL)". Without iostreams: the first plan of a run that loads wisdom pays for every line of
+// code it runs for the first time (bench-fft-first-plan), and an istringstream's first use costs about 10 us.
 inline bool parse_choice(const std::string& child, std::string* key, Choice* c) {
-  std::istringstream in(child.substr(1, child.size() - 2));
-  std::string rest;
-  if (!(in >> *key >> c->strategy >> c->level) || (in >> rest)) return false;
-  return c->level >= 1 && c->level <= 2;
+  const std::vector<std::string> words = darray::detail::split_words(child.substr(1, child.size() - 2));
+  if (words.size() != 3 || (words[2] != "1" && words[2] != "2")) return false;
+  *key = words[0];
+  c->strategy = words[1];
+  c->level = words[2][0] - '0';
+  return true;
 }
 
 inline std::string format_choice(const std::string& key, const Choice& c) {
@@ -237,10 +243,8 @@ inline const char* fftw_version_string() { return fftw_version; }
 // ... or "" when the header is not FFTW's.
 inline std::string fftw_section_kind(const std::string& header) {
   if (header.compare(0, 5, "fftw-") != 0) return "";
-  std::istringstream in(header);
-  std::string version, kind;
-  in >> version >> kind;
-  return kind;
+  const std::vector<std::string> words = darray::detail::split_words(header);
+  return words.size() > 1 ? words[1] : std::string();
 }
 
 // Whether a FFTW section header ("fftw-3.3.10 fftw_wisdom #x...") names this FFTW's version (fftw_version is
@@ -365,8 +369,7 @@ inline std::string import_wisdom_text(const std::string& text, std::size_t* kept
   for (const Section& s : sections) {
     const std::string kind = fftw_section_kind(s.header);
     if (kind.empty() || (s.children.empty() && written_by_this_fftw(s.header))) continue;  // nothing to import
-    std::set<std::string> children(s.children.begin(), s.children.end());
-    const std::string section = format_section(s.header, children);
+    const std::string section = format_section(s.header, s.children);
     {
       std::lock_guard<std::mutex> lock(choices_mutex());
       if (imported_sections().count(section) != 0) continue;
@@ -463,8 +466,7 @@ inline bool save_wisdom_file(const char* api, const std::string& path, const std
   DARRAY_MPI_CHECK(MPI_Comm_rank(comm, &rank));
   DARRAY_MPI_CHECK(MPI_Comm_size(comm, &size));
   std::string mine;
-  for (const Section& s : local_wisdom())
-    mine += format_section(s.header, std::set<std::string>(s.children.begin(), s.children.end()));
+  for (const Section& s : local_wisdom()) mine += format_section(s.header, s.children);
   DARRAY_THROW_IF(mine.size() > static_cast<std::size_t>(INT32_MAX), NotSupported, api,
                   "the wisdom of one process is " << mine.size() << " bytes; at most 2^31 - 1 are supported");
   const int length = static_cast<int>(mine.size());
