@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -243,6 +244,16 @@ TEST_CASE("missing, corrupt, truncated and foreign wisdom: reported alike everyw
   const auto at = foreign.find("(fftw-");
   const auto blank = foreign.find(' ', at);
   foreign.replace(at, blank - at, "(fftw-2.9.9");
+  // FFTW's entries read "(NAME REG_ID #xL #xU #xT #xS0 #xS1 #xS2 #xS3)"; FFTW keeps L and U in 20 bits, T in 9, and
+  // its import aborts the process (an assertion) on a value that does not fit.
+  auto with_field = [&](int field, const std::string& value) {
+    std::string damaged = text;
+    const auto entry = damaged.find("\n  (", damaged.find(" fftw_wisdom #x")) + 3;
+    auto from = entry;
+    for (int k = 0; k < field; ++k) from = damaged.find(' ', from) + 1;
+    damaged.replace(from, damaged.find_first_of(" )", from) - from, value);
+    return damaged;
+  };
 
   struct Case {
     std::string name, contents, reason;
@@ -257,6 +268,11 @@ TEST_CASE("missing, corrupt, truncated and foreign wisdom: reported alike everyw
       {"short-entry", "(darray-fft-wisdom 1\n  (key strategy)\n)\n", "malformed darray entry"},
       {"long-entry", "(darray-fft-wisdom 1\n  (key strategy 1 more)\n)\n", "malformed darray entry"},
       {"unknown", "(something-else 3\n)\n", "unknown section"},
+      {"fftw-l-overflow", with_field(2, "#x100000"), "an FFTW entry FFTW cannot take"},
+      {"fftw-u-overflow", with_field(3, "#xfffffff"), "an FFTW entry FFTW cannot take"},
+      {"fftw-t-overflow", with_field(4, "#x200"), "an FFTW entry FFTW cannot take"},
+      {"fftw-long-hash", with_field(5, "#x123456789"), "an FFTW entry FFTW cannot take"},
+      {"fftw-short-entry", with_field(8, ""), "an FFTW entry FFTW cannot take"},
   };
   for (const Case& c : cases) {
     INFO(c.name);
@@ -287,6 +303,62 @@ TEST_CASE("missing, corrupt, truncated and foreign wisdom: reported alike everyw
   int exists = world_rank() == 0 ? static_cast<int>(std::filesystem::exists(missing)) : 0;
   MPI_Bcast(&exists, 1, MPI_INT, 0, MPI_COMM_WORLD);
   REQUIRE(all_ok(exists == 0));
+  fft::forget_wisdom();
+}
+
+TEST_CASE("damaged wisdom files, hundreds at random: loaded or rejected alike everywhere, never a crash", "[fft]") {
+  TempDir dir;
+  fft::forget_wisdom();
+  const Shape shape{8, 6, 10};
+  const NamedSharding sharding = fft::auto_sharding(shape);
+  const std::string good = dir.file("good.wisdom");
+  { const fft::Plan<double, Host> p(shape, sharding, measured(good)); }
+  const std::string text = from_root(read_text(good));
+  REQUIRE(all_ok(contains(text, "(darray-fft-wisdom 1") && contains(text, " fftw_wisdom ")));
+  // Process 0 damages the text (the others read what it wrote): a byte replaced by one that matters to the parsers,
+  // a range deleted, a range doubled, or the end cut.
+  std::mt19937_64 rng(20261128);
+  const std::string alphabet = "()# \n\tx0123456789abcdef_-/.";
+  auto pick = [&](std::size_t n) { return static_cast<std::size_t>(rng() % n); };
+  int loaded = 0, rejected = 0;
+  for (int round = 0; round < 300; ++round) {
+    std::string damaged = text;
+    for (int edits = 1 + static_cast<int>(pick(3)); edits > 0 && !damaged.empty(); --edits) {
+      const std::size_t at = pick(damaged.size()), length = 1 + pick(std::min<std::size_t>(40, damaged.size() - at));
+      switch (pick(4)) {
+        case 0:
+          damaged[at] = alphabet[pick(alphabet.size())];
+          break;
+        case 1:
+          damaged.erase(at, length);
+          break;
+        case 2:
+          damaged.insert(at, damaged.substr(at, length));
+          break;
+        default:
+          damaged.resize(at);
+          break;
+      }
+    }
+    INFO("round " << round << ", damaged text:\n" << from_root(damaged));
+    fft::forget_wisdom();
+    const std::string path = dir.file("damaged.wisdom");
+    write_on_root(path, world_rank() == 0 ? damaged : std::string());
+    const fft::WisdomReport r = fft::load_wisdom(path);
+    INFO(r.message);
+    REQUIRE(all_ok(r.status != fft::WisdomStatus::missing && from_root(r.message) == r.message));
+    (r.status == fft::WisdomStatus::loaded ? loaded : rejected) += 1;
+  }
+  // Both outcomes occur (edits inside a hash or a key still parse; broken parentheses do not).
+  CHECK(loaded > 0);
+  CHECK(rejected > 0);
+  // Planning goes on after the last of them, from the good file.
+  fft::forget_wisdom();
+  const fft::Plan<double, Host> plan(shape, sharding, measured(good));
+  REQUIRE(all_ok(contains(plan.describe(), "(wisdom)")));
+  const auto x = fft_test::random_array<C, Host>(shape, sharding, 5);
+  REQUIRE(all_ok(relative_error(process_allgather(plan.forward(x)),
+                                Serial<double>::c2c(process_allgather(x), shape, FFTW_FORWARD)) < 1e-12));
   fft::forget_wisdom();
 }
 

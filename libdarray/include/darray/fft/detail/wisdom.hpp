@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <set>
@@ -247,6 +248,24 @@ inline std::string fftw_section_kind(const std::string& header) {
   return words.size() > 1 ? words[1] : std::string();
 }
 
+// Whether `child` reads as an entry FFTW writes, "(NAME REG_ID #xL #xU #xT #xS0 #xS1 #xS2 #xS3)", with each hex field
+// within 32 bits, L and U within FFTW's 20-bit flag fields and T within its 9-bit one. FFTW's import aborts the whole
+// process (an assertion in its planner.c) on an entry whose flags do not fit, so such text must never reach it.
+inline bool fftw_entry_fits(const std::string& child) {
+  const std::vector<std::string> w = darray::detail::split_words(child.substr(1, child.size() - 2));
+  if (w.size() != 9 || w[1].empty() || w[1].size() > 9 || w[1].find_first_not_of("0123456789") != std::string::npos)
+    return false;
+  unsigned long value[7];
+  for (std::size_t k = 0; k < 7; ++k) {
+    const std::string& t = w[2 + k];
+    if (t.size() < 3 || t.size() > 10 || t.compare(0, 2, "#x") != 0 ||
+        t.find_first_not_of("0123456789abcdefABCDEF", 2) != std::string::npos)
+      return false;
+    value[k] = std::strtoul(t.c_str() + 2, nullptr, 16);
+  }
+  return value[0] < (1ul << 20) && value[1] < (1ul << 20) && value[2] < (1ul << 9);
+}
+
 // Whether a FFTW section header ("fftw-3.3.10 fftw_wisdom #x...") names this FFTW's version (fftw_version is
 // "fftw-3.3.10" or "fftw-3.3.10-sse2-avx..."). FFTW itself also compares a checksum of its build's solvers.
 inline bool written_by_this_fftw(const std::string& header) {
@@ -364,6 +383,8 @@ inline std::string import_wisdom_text(const std::string& text, std::size_t* kept
     if (kind != FftwWisdom<double>::name && kind != FftwWisdom<float>::name)
       return "a " + kind + " section, a precision darray does not use";
 #endif
+    for (const std::string& c : s.children)
+      if (!fftw_entry_fits(c)) return "an FFTW entry FFTW cannot take (corrupt): " + c.substr(0, 60);
   }
 #if defined(DARRAY_HAS_FFTW)
   for (const Section& s : sections) {
