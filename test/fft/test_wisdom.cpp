@@ -248,7 +248,7 @@ TEST_CASE("missing, corrupt, truncated and foreign wisdom: reported alike everyw
   // its import aborts the process (an assertion) on a value that does not fit.
   auto with_field = [&](int field, const std::string& value) {
     std::string damaged = text;
-    const auto entry = damaged.find("\n  (", damaged.find(" fftw_wisdom #x")) + 3;
+    const auto entry = damaged.find("\n  (", damaged.find(" fftw_wisdom #x")) + 4;  // after the "("
     auto from = entry;
     for (int k = 0; k < field; ++k) from = damaged.find(' ', from) + 1;
     damaged.replace(from, damaged.find_first_of(" )", from) - from, value);
@@ -268,11 +268,12 @@ TEST_CASE("missing, corrupt, truncated and foreign wisdom: reported alike everyw
       {"short-entry", "(darray-fft-wisdom 1\n  (key strategy)\n)\n", "malformed darray entry"},
       {"long-entry", "(darray-fft-wisdom 1\n  (key strategy 1 more)\n)\n", "malformed darray entry"},
       {"unknown", "(something-else 3\n)\n", "unknown section"},
-      {"fftw-l-overflow", with_field(2, "#x100000"), "an FFTW entry FFTW cannot take"},
-      {"fftw-u-overflow", with_field(3, "#xfffffff"), "an FFTW entry FFTW cannot take"},
-      {"fftw-t-overflow", with_field(4, "#x200"), "an FFTW entry FFTW cannot take"},
-      {"fftw-long-hash", with_field(5, "#x123456789"), "an FFTW entry FFTW cannot take"},
-      {"fftw-short-entry", with_field(8, ""), "an FFTW entry FFTW cannot take"},
+      {"fftw-l-overflow", with_field(2, "#x100000"), "an FFTW entry this FFTW cannot take"},
+      {"fftw-u-overflow", with_field(3, "#xfffffff"), "an FFTW entry this FFTW cannot take"},
+      {"fftw-t-overflow", with_field(4, "#x200"), "an FFTW entry this FFTW cannot take"},
+      {"fftw-long-hash", with_field(5, "#x123456789"), "an FFTW entry this FFTW cannot take"},
+      {"fftw-short-entry", with_field(8, ""), "an FFTW entry this FFTW cannot take"},
+      {"fftw-name-blank", with_field(0, "fftw_codelet\vn1fv_8"), "an FFTW entry this FFTW cannot take"},
   };
   for (const Case& c : cases) {
     INFO(c.name);

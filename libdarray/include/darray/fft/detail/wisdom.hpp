@@ -251,10 +251,15 @@ inline std::string fftw_section_kind(const std::string& header) {
 // Whether `child` reads as an entry FFTW writes, "(NAME REG_ID #xL #xU #xT #xS0 #xS1 #xS2 #xS3)", with each hex field
 // within 32 bits, L and U within FFTW's 20-bit flag fields and T within its 9-bit one. FFTW's import aborts the whole
 // process (an assertion in its planner.c) on an entry whose flags do not fit, so such text must never reach it.
+// Every FFTW section is checked, whatever version its header names: FFTW's scanner matches its header more loosely
+// (any blanks between the words) than a version comparison here would.
 inline bool fftw_entry_fits(const std::string& child) {
   const std::vector<std::string> w = darray::detail::split_words(child.substr(1, child.size() - 2));
   if (w.size() != 9 || w[1].empty() || w[1].size() > 9 || w[1].find_first_not_of("0123456789") != std::string::npos)
     return false;
+  // FFTW's scanner takes every character up to ' ' as a blank: a name holding one would be read as two fields.
+  for (const char ch : w[0])
+    if (static_cast<unsigned char>(ch) <= ' ') return false;
   unsigned long value[7];
   for (std::size_t k = 0; k < 7; ++k) {
     const std::string& t = w[2 + k];
@@ -384,7 +389,8 @@ inline std::string import_wisdom_text(const std::string& text, std::size_t* kept
       return "a " + kind + " section, a precision darray does not use";
 #endif
     for (const std::string& c : s.children)
-      if (!fftw_entry_fits(c)) return "an FFTW entry FFTW cannot take (corrupt): " + c.substr(0, 60);
+      if (!fftw_entry_fits(c))
+        return "an FFTW entry this FFTW cannot take (corrupt, or another FFTW version's format): " + c.substr(0, 60);
   }
 #if defined(DARRAY_HAS_FFTW)
   for (const Section& s : sections) {
