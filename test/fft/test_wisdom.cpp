@@ -363,6 +363,50 @@ TEST_CASE("damaged wisdom files, hundreds at random: loaded or rejected alike ev
   fft::forget_wisdom();
 }
 
+TEST_CASE("wisdom whose FFTW entries name another entry's solver: loaded, and plans from it transform right", "[fft]") {
+  TempDir dir;
+  fft::forget_wisdom();
+  const Shape shape{8, 6, 10};
+  const NamedSharding sharding = fft::auto_sharding(shape);
+  const std::string good = dir.file("good.wisdom");
+  { const fft::Plan<double, Host> p(shape, sharding, measured(good)); }
+  const std::string text = from_root(read_text(good));
+  const auto x = fft_test::random_array<C, Host>(shape, sharding, 9);
+  const auto expect = Serial<double>::c2c(process_allgather(x), shape, FFTW_FORWARD);
+  // The entries of the double-precision FFTW section, each "(NAME REG_ID #xL ...)" on a line of its own.
+  std::vector<std::string> entries;
+  std::size_t at = text.find(" fftw_wisdom #x");
+  REQUIRE(at != std::string::npos);
+  const std::size_t end = text.find("\n)", at);
+  while ((at = text.find("\n  (", at)) != std::string::npos && at < end) {
+    entries.push_back(text.substr(at + 3, text.find(')', at) - at - 2));
+    at += 3;
+  }
+  REQUIRE(entries.size() >= 2);
+  // Entry i with entry j's solver (name and registration) for its problem: well formed, so FFTW imports it; planning
+  // that problem finds a solver that does not apply, which FFTW must survive (it forgets its wisdom and plans anew).
+  int swaps = 0;
+  for (std::size_t i = 0; i < entries.size() && swaps < 12; ++i) {
+    const std::size_t j = (i + 1 + entries.size() / 2) % entries.size();
+    const std::string name_i = entries[i].substr(0, entries[i].find(' ', entries[i].find(' ') + 1));
+    const std::string name_j = entries[j].substr(0, entries[j].find(' ', entries[j].find(' ') + 1));
+    if (name_i == name_j) continue;
+    std::string swapped = text;
+    swapped.replace(swapped.find(entries[i]), name_i.size(), name_j);
+    INFO("entry " << entries[i] << " given the solver of " << entries[j]);
+    const std::string path = dir.file("swapped.wisdom");
+    write_on_root(path, swapped);
+    fft::forget_wisdom();
+    const fft::Plan<double, Host> plan(shape, sharding, measured(path));
+    INFO(plan.describe());
+    REQUIRE(all_ok(contains(plan.describe(), "wisdom loaded")));
+    REQUIRE(all_ok(relative_error(process_allgather(plan.forward(x)), expect) < 1e-12));
+    ++swaps;
+  }
+  CHECK(swaps > 0);
+  fft::forget_wisdom();
+}
+
 // The header of the first "(fftw-... fftw_wisdom #x..." section of a wisdom text: FFTW's version, precision and the
 // checksum of the solvers it had registered.
 std::string fftw_header(const std::string& text) {
