@@ -83,6 +83,12 @@ fft::Options measured(const std::string& wisdom, fft::OutputLayout layout = fft:
   return o;
 }
 
+// A measured plan over shape and sharding saved to `path`; the file's text, on every process.
+std::string saved_wisdom(const std::string& path, const Shape& shape, const NamedSharding& sharding) {
+  { const fft::Plan<double, Host> p(shape, sharding, measured(path)); }
+  return from_root(read_text(path));
+}
+
 TEST_CASE("a plan from saved wisdom computes bit for bit what the measured plan did, without measuring", "[fft]") {
   TempDir dir;
   const std::string path = dir.file("fft.wisdom");
@@ -237,8 +243,7 @@ TEST_CASE("missing, corrupt, truncated and foreign wisdom: reported alike everyw
 
   // A valid file to damage.
   const std::string good = dir.file("good.wisdom");
-  { const fft::Plan<double, Host> p(shape, sharding, measured(good)); }
-  const std::string text = from_root(read_text(good));
+  const std::string text = saved_wisdom(good, shape, sharding);
   REQUIRE(all_ok(contains(text, "(fftw-") && contains(text, " fftw_wisdom ")));
   std::string foreign = text;
   const auto at = foreign.find("(fftw-");
@@ -313,8 +318,7 @@ TEST_CASE("damaged wisdom files, hundreds at random: loaded or rejected alike ev
   const Shape shape{8, 6, 10};
   const NamedSharding sharding = fft::auto_sharding(shape);
   const std::string good = dir.file("good.wisdom");
-  { const fft::Plan<double, Host> p(shape, sharding, measured(good)); }
-  const std::string text = from_root(read_text(good));
+  const std::string text = saved_wisdom(good, shape, sharding);
   REQUIRE(all_ok(contains(text, "(darray-fft-wisdom 1") && contains(text, " fftw_wisdom ")));
   // Process 0 damages the text (the others read what it wrote): a byte replaced by one that matters to the parsers,
   // a range deleted, a range doubled, or the end cut.
@@ -369,8 +373,7 @@ TEST_CASE("wisdom whose FFTW entries name another entry's solver: loaded, and pl
   const Shape shape{8, 6, 10};
   const NamedSharding sharding = fft::auto_sharding(shape);
   const std::string good = dir.file("good.wisdom");
-  { const fft::Plan<double, Host> p(shape, sharding, measured(good)); }
-  const std::string text = from_root(read_text(good));
+  const std::string text = saved_wisdom(good, shape, sharding);
   const auto x = fft_test::random_array<C, Host>(shape, sharding, 9);
   const auto expect = Serial<double>::c2c(process_allgather(x), shape, FFTW_FORWARD);
   // The entries of the double-precision FFTW section, each "(NAME REG_ID #xL ...)" on a line of its own.

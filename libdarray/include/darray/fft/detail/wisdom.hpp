@@ -181,9 +181,6 @@ inline std::string format_section(const std::string& header, std::vector<std::st
   for (const std::string& c : children) s.append("  ").append(c).append("\n");
   return s.append(")\n");
 }
-inline std::string format_section(const std::string& header, const std::set<std::string>& children) {
-  return format_section(header, std::vector<std::string>(children.begin(), children.end()));
-}
 
 inline constexpr const char* darray_header = "darray-fft-wisdom 1";
 
@@ -337,8 +334,8 @@ inline std::string merge_wisdom(const std::vector<std::vector<Section>>& per_pro
     }
   std::set<std::string> mine;
   for (const auto& kv : choices) mine.insert(format_choice(kv.first, kv.second));
-  std::string text = format_section(darray_header, mine);
-  for (const std::string& h : order) text += format_section(h, by_header[h]);
+  std::string text = format_section(darray_header, {mine.begin(), mine.end()});
+  for (const std::string& h : order) text += format_section(h, {by_header[h].begin(), by_header[h].end()});
   return text;
 }
 
