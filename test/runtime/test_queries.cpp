@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "darray/darray.hpp"
+#include "darray/runtime/detail/kokkos_compat.hpp"
 #include "mpi_test.hpp"
 
 using darray::testing::all_ok;
@@ -127,4 +128,13 @@ TEST_CASE("gpu_sharing: empty unless processes of a node drive one GPU, and the 
          darray::backend() == darray::Backend::mpi;
   INFO(mine);
   REQUIRE(darray::testing::all_ok(ok));
+}
+
+TEST_CASE("gpu_stream: a CUDA instance's own stream, null for host execution spaces") {
+  CHECK(darray::detail::gpu_stream(Kokkos::DefaultHostExecutionSpace()) == nullptr);
+#if defined(KOKKOS_ENABLE_CUDA)
+  const Kokkos::Cuda& space = darray::detail::default_instance<Kokkos::Cuda>();
+  CHECK(darray::detail::gpu_stream(space) == space.cuda_stream());
+  CHECK(darray::detail::gpu_stream(space) != nullptr);  // Kokkos' own stream, not the legacy default stream
+#endif
 }

@@ -220,7 +220,7 @@ Kokkos::View<T*, M> reduce_slots(const Exec& space, const CollectiveSchedule& pl
                                  const std::vector<const T*>& operand, ReduceOp op) {
   const auto slots = cached_view<Kokkos::View<T*, M>>("darray::slots", static_cast<std::size_t>(plan.slot_elements));
   for (const Slot& slot : plan.slots) combine_slot(space, slot, operand, op, slots.data() + slot.offset);
-  detail::fence(space);  // MPI and NCCL read what the kernels wrote
+  detail::fence(space);  // MPI and the callers read what the kernels wrote (NCCL would follow them on their stream)
   if (plan.colors.empty()) return slots;
   Transport& t = reduce_group_transport<T, M>(plan);
 #if defined(DARRAY_HAS_NCCL)

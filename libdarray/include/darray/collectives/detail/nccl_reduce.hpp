@@ -72,14 +72,14 @@ void nccl_allreduce(const Exec& space, NcclTransport& t, T* data, int64_t count,
   if constexpr (std::is_floating_point<T>::value) {
     if (keys) {
       order_keys_in_place(space, data, count, /*to_keys=*/true, /*nan_high=*/op == ReduceOp::max);
-      detail::fence(space);
       type = sizeof(T) == 4 ? ncclUint32 : ncclUint64;
     }
   }
-  // The caller fenced the kernels that wrote data; the default stream orders the reduction after them.
-  DARRAY_NCCL_CHECK_ASYNC(ncclAllReduce(data, data, n, type, nccl_reduce_op(op), comm, nullptr));
+  // On the kernels' stream: after the kernels that wrote data, before those that read it.
+  const cudaStream_t stream = gpu_stream(space);
+  DARRAY_NCCL_CHECK_ASYNC(ncclAllReduce(data, data, n, type, nccl_reduce_op(op), comm, stream));
   dog.wait_ready(comm);
-  dog.wait_stream(comm, nullptr);
+  dog.wait_stream(comm, stream);
   if constexpr (std::is_floating_point<T>::value) {
     if (keys) {
       order_keys_in_place(space, data, count, /*to_keys=*/false, op == ReduceOp::max);

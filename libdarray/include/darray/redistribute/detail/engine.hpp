@@ -911,7 +911,8 @@ class MoveEngine {
     for (const BufferCopy& c : m_local_copies)
       strided_copy<T, M, Op>(space, src[static_cast<std::size_t>(c.src)], dst[static_cast<std::size_t>(c.dst)],
                              c.geometry);
-    detail::fence(space);  // the transport reads what the kernels wrote
+    // MPI reads what the kernels wrote; NCCL and the copies to host mirrors follow them on their stream.
+    if (!nccl && !mirrors) detail::fence(space);
 
     {
       Transport* const t = staged_transport(nccl ? Backend::nccl : Backend::mpi);
@@ -920,7 +921,8 @@ class MoveEngine {
       options.method = ExchangeMethod::point_to_point;  // decided here, without a collective call
       options.tag = tag;
       if (!mirrors) {
-        t->exchange(xplan, reinterpret_cast<const std::byte*>(send), reinterpret_cast<std::byte*>(recv), options);
+        t->exchange(xplan, reinterpret_cast<const std::byte*>(send), reinterpret_cast<std::byte*>(recv), options,
+                    gpu_stream(space));
       } else {
         const auto sent = std::make_pair(std::size_t(0), static_cast<std::size_t>(m_send_elements));
         const auto got = std::make_pair(std::size_t(0), static_cast<std::size_t>(m_recv_elements));

@@ -9,12 +9,16 @@
 #include <new>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 #if !defined(KOKKOS_VERSION)
 #error "libdarray needs Kokkos (KOKKOS_VERSION undefined)"
 #endif
 
 #define DARRAY_KOKKOS_VERSION_AT_LEAST(major, minor) (KOKKOS_VERSION >= ((major)*10000 + (minor)*100))
+
+// cudaStream_t is `CUstream_st*` (as in comm/transport.hpp's GpuStream).
+struct CUstream_st;
 
 namespace darray {
 namespace detail {
@@ -61,8 +65,20 @@ const ExecSpace& default_instance() {
   return space;
 }
 
-// Fences: before MPI or NCCL touch a buffer a kernel wrote (Kokkos 4 no longer syncs the default stream implicitly),
-// and before the host reads one.
+// The CUDA stream `space`'s kernels run on (a Kokkos::Cuda instance's), null for every other execution space: NCCL
+// calls go on it, so they follow the kernels that wrote their buffers and precede those that read them, without a
+// fence between.
+template <class ExecSpace>
+::CUstream_st* gpu_stream(const ExecSpace& space) {
+#if defined(KOKKOS_ENABLE_CUDA)
+  if constexpr (std::is_same<ExecSpace, Kokkos::Cuda>::value) return space.cuda_stream();
+#endif
+  (void)space;
+  return nullptr;
+}
+
+// Fences: before MPI touches a buffer a kernel wrote (Kokkos 4 no longer syncs the default stream implicitly), and
+// before the host reads one. NCCL needs none: its calls run on the kernels' stream (gpu_stream).
 template <class ExecSpace>
 inline void fence(const ExecSpace& space) {
 #if DARRAY_KOKKOS_VERSION_AT_LEAST(3, 5)
