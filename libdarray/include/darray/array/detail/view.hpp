@@ -260,14 +260,16 @@ void copy_host_to_view(const typename View::non_const_value_type* src, const Vie
   Kokkos::deep_copy(dst, host_view_like<const T, N>(src, dst));
 }
 
-// dst <- src, contiguous views of one extent in any two memory spaces, copied on `space` and fenced: the per-call
-// host copies of the device path. Kokkos::deep_copy without a space fences under names it builds on the heap
-// (Kokkos 4: runtime/detail/kokkos_compat.hpp); the space form of a contiguous copy is one asynchronous copy.
+// dst <- src, contiguous views of one extent in any two memory spaces, copied on `space` and, unless `then_fence` is
+// false, fenced: the per-call host copies of the device path. Kokkos::deep_copy without a space fences under names it
+// builds on the heap (Kokkos 4: runtime/detail/kokkos_compat.hpp); the space form of a contiguous copy is one
+// asynchronous copy. Unfenced, kernels on `space` after it see the copy, and neither view may be written before a
+// later fence of `space`.
 template <class Exec, class Dst, class Src>
-void copy_contiguous(const Exec& space, const Dst& dst, const Src& src) {
+void copy_contiguous(const Exec& space, const Dst& dst, const Src& src, bool then_fence = true) {
   if (dst.size() == 0) return;
   Kokkos::deep_copy(space, dst, src);
-  fence(space);
+  if (then_fence) fence(space);
 }
 
 // The row-major block at dst <- src (contiguous, LayoutRight).

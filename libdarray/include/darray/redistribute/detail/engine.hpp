@@ -929,7 +929,10 @@ class MoveEngine {
         copy_contiguous(space, Kokkos::subview(buffers.send_host, sent), Kokkos::subview(buffers.send, sent));
         t->exchange(xplan, reinterpret_cast<const std::byte*>(buffers.send_host.data()),
                     reinterpret_cast<std::byte*>(buffers.recv_host.data()), options);
-        copy_contiguous(space, Kokkos::subview(buffers.recv, got), Kokkos::subview(buffers.recv_host, got));
+        // Unfenced: the unpack kernels follow the copy on its stream, and the run's last fence covers both before
+        // the next run writes recv_host again.
+        copy_contiguous(space, Kokkos::subview(buffers.recv, got), Kokkos::subview(buffers.recv_host, got),
+                        /*then_fence=*/false);
       }
     }
     at = 0;
