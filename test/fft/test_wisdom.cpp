@@ -89,6 +89,13 @@ std::string saved_wisdom(const std::string& path, const Shape& shape, const Name
   return from_root(read_text(path));
 }
 
+// Whether `plan` transforms a random input (from `seed`) forward as serial FFTW does, within 1e-12, on every process.
+bool forward_matches_fftw(const fft::Plan<double, Host>& plan, uint64_t seed) {
+  const auto x = fft_test::random_array<C, Host>(plan.shape(), plan.input_sharding(), seed);
+  return all_ok(relative_error(process_allgather(plan.forward(x)),
+                               Serial<double>::c2c(process_allgather(x), plan.shape(), FFTW_FORWARD)) < 1e-12);
+}
+
 TEST_CASE("a plan from saved wisdom computes bit for bit what the measured plan did, without measuring", "[fft]") {
   TempDir dir;
   const std::string path = dir.file("fft.wisdom");
@@ -238,8 +245,6 @@ TEST_CASE("missing, corrupt, truncated and foreign wisdom: reported alike everyw
   fft::forget_wisdom();
   const Shape shape{10, 12, 6};
   const NamedSharding sharding = fft::auto_sharding(shape);
-  const auto x = fft_test::random_array<C, Host>(shape, sharding, 71);
-  const auto expect = Serial<double>::c2c(process_allgather(x), shape, FFTW_FORWARD);
 
   // A valid file to damage.
   const std::string good = dir.file("good.wisdom");
@@ -293,7 +298,7 @@ TEST_CASE("missing, corrupt, truncated and foreign wisdom: reported alike everyw
     const fft::Plan<double, Host> plan(shape, sharding, measured(path));
     INFO(plan.describe());
     REQUIRE(all_ok(contains(plan.describe(), "ignored: ") && contains(plan.describe(), "saved")));
-    REQUIRE(all_ok(relative_error(process_allgather(plan.forward(x)), expect) < 1e-12));
+    REQUIRE(forward_matches_fftw(plan, 71));
     fft::forget_wisdom();
     REQUIRE(all_ok(fft::load_wisdom(path).status == fft::WisdomStatus::loaded));
   }
@@ -305,7 +310,7 @@ TEST_CASE("missing, corrupt, truncated and foreign wisdom: reported alike everyw
   estimate.wisdom_file = missing;
   const fft::Plan<double, Host> plain(shape, sharding, estimate);
   REQUIRE(all_ok(contains(plain.describe(), "not found") && contains(plain.describe(), "(heuristic)")));
-  REQUIRE(all_ok(relative_error(process_allgather(plain.forward(x)), expect) < 1e-12));
+  REQUIRE(forward_matches_fftw(plain, 71));
   int exists = world_rank() == 0 ? static_cast<int>(std::filesystem::exists(missing)) : 0;
   MPI_Bcast(&exists, 1, MPI_INT, 0, MPI_COMM_WORLD);
   REQUIRE(all_ok(exists == 0));
@@ -361,9 +366,7 @@ TEST_CASE("damaged wisdom files, hundreds at random: loaded or rejected alike ev
   fft::forget_wisdom();
   const fft::Plan<double, Host> plan(shape, sharding, measured(good));
   REQUIRE(all_ok(contains(plan.describe(), "(wisdom)")));
-  const auto x = fft_test::random_array<C, Host>(shape, sharding, 5);
-  REQUIRE(all_ok(relative_error(process_allgather(plan.forward(x)),
-                                Serial<double>::c2c(process_allgather(x), shape, FFTW_FORWARD)) < 1e-12));
+  REQUIRE(forward_matches_fftw(plan, 5));
   fft::forget_wisdom();
 }
 
@@ -374,8 +377,6 @@ TEST_CASE("wisdom whose FFTW entries name another entry's solver: loaded, and pl
   const NamedSharding sharding = fft::auto_sharding(shape);
   const std::string good = dir.file("good.wisdom");
   const std::string text = saved_wisdom(good, shape, sharding);
-  const auto x = fft_test::random_array<C, Host>(shape, sharding, 9);
-  const auto expect = Serial<double>::c2c(process_allgather(x), shape, FFTW_FORWARD);
   // The entries of the double-precision FFTW section, each "(NAME REG_ID #xL ...)" on a line of its own.
   std::vector<std::string> entries;
   std::size_t at = text.find(" fftw_wisdom #x");
@@ -403,7 +404,7 @@ TEST_CASE("wisdom whose FFTW entries name another entry's solver: loaded, and pl
     const fft::Plan<double, Host> plan(shape, sharding, measured(path));
     INFO(plan.describe());
     REQUIRE(all_ok(contains(plan.describe(), "wisdom loaded")));
-    REQUIRE(all_ok(relative_error(process_allgather(plan.forward(x)), expect) < 1e-12));
+    REQUIRE(forward_matches_fftw(plan, 9));
     ++swaps;
   }
   CHECK(swaps > 0);
@@ -429,11 +430,8 @@ TEST_CASE("wisdom of another FFTW solver configuration is kept beside this one's
   fft::forget_wisdom();
   const Shape shape{8, 12, 10};
   const NamedSharding sharding = fft::auto_sharding(shape);
-  const auto x = fft_test::random_array<C, Host>(shape, sharding, 73);
-  const auto expect = Serial<double>::c2c(process_allgather(x), shape, FFTW_FORWARD);
   const std::string path = dir.file("other-solvers.wisdom");
-  { const fft::Plan<double, Host> p(shape, sharding, measured(path)); }
-  std::string text = from_root(read_text(path));
+  std::string text = saved_wisdom(path, shape, sharding);
   const std::string ours = fftw_header(text);
   REQUIRE(all_ok(!ours.empty()));
   const auto digit = text.find(" fftw_wisdom #x") + std::string(" fftw_wisdom #x").size();
@@ -453,7 +451,7 @@ TEST_CASE("wisdom of another FFTW solver configuration is kept beside this one's
   INFO(plan.describe());
   REQUIRE(all_ok(contains(plan.describe(), "(wisdom)") && !contains(plan.describe(), "(measured)") &&
                  !contains(plan.describe(), "ignored") && contains(plan.describe(), "saved")));
-  REQUIRE(all_ok(relative_error(process_allgather(plan.forward(x)), expect) < 1e-12));
+  REQUIRE(forward_matches_fftw(plan, 73));
   const std::string both = from_root(read_text(path));
   INFO(both);
   REQUIRE(all_ok(contains(both, "(" + ours + "\n") && contains(both, "(" + theirs + "\n")));
@@ -499,9 +497,7 @@ TEST_CASE("wisdom paths that cannot be read or written", "[fft]") {
   const fft::Plan<double, Host> plan(shape, sharding, measured(nowhere));
   INFO(plan.describe());
   REQUIRE(all_ok(contains(plan.describe(), "not saved: ")));
-  const auto x = fft_test::random_array<C, Host>(shape, sharding, 81);
-  REQUIRE(all_ok(relative_error(process_allgather(plan.forward(x)),
-                                Serial<double>::c2c(process_allgather(x), shape, FFTW_FORWARD)) < 1e-12));
+  REQUIRE(forward_matches_fftw(plan, 81));
   fft::forget_wisdom();
 }
 
