@@ -57,7 +57,9 @@ void copy_region(const Exec& space, const T* src, const Shape& src_shape, const 
   copy_box_any<T, M>(src, src_box, dst, dst_box, region, space);
 }
 
-// Runs `step` on host memory: directly when the host addresses M, else on a host copy made and copied back.
+// Runs `step` on host memory: directly when the host addresses M, else on a host copy made and copied back. The
+// copy to the host follows the kernels on M's default instance (it waits for them, and the host for it); the copy
+// back is not fenced: the caller's kernels on that instance follow it, and the caller fences before it returns.
 template <class T, class M, class Step>
 void on_host(Kokkos::View<T*, M> data, bool copy_back, Step&& step) {
   if (direct_host_access<M>()) {
@@ -67,7 +69,7 @@ void on_host(Kokkos::View<T*, M> data, bool copy_back, Step&& step) {
     const auto& space = default_instance<typename M::execution_space>();
     copy_contiguous(space, host, data);
     step(host.data());
-    if (copy_back) copy_contiguous(space, data, host);
+    if (copy_back) copy_contiguous(space, data, host, /*then_fence=*/false);
   }
 }
 
@@ -220,7 +222,9 @@ Kokkos::View<T*, M> reduce_slots(const Exec& space, const CollectiveSchedule& pl
                                  const std::vector<const T*>& operand, ReduceOp op) {
   const auto slots = cached_view<Kokkos::View<T*, M>>("darray::slots", static_cast<std::size_t>(plan.slot_elements));
   for (const Slot& slot : plan.slots) combine_slot(space, slot, operand, op, slots.data() + slot.offset);
-  detail::fence(space);  // MPI and the callers read what the kernels wrote (NCCL would follow them on their stream)
+  // Where the host reads the slots (MPI, the callers' memcpys) it waits for the kernels; on a device the copy to the
+  // host, NCCL and the callers' kernels follow them on their instance.
+  if (direct_host_access<M>()) detail::fence(space);
   if (plan.colors.empty()) return slots;
   Transport& t = reduce_group_transport<T, M>(plan);
 #if defined(DARRAY_HAS_NCCL)

@@ -370,7 +370,8 @@ class PlanCore {
   void fft(std::size_t s, Kind kind, bool forward, const std::vector<void*>& in, const std::vector<void*>& out) const {
     const auto& space = darray::detail::default_instance<typename M::execution_space>();
     const Method method = m_strategy[s][forward ? 0 : 1].method;
-    darray::detail::fence(space);  // FFTW reads on the host what kernels may still be writing
+    // FFTW reads on the host what kernels may still be writing; cuFFT follows them on their instance's stream.
+    if (darray::detail::host_accessible_v<M>) darray::detail::fence(space);
     for (std::size_t i = 0; i < in.size(); ++i)
       m_local.execute(problem(s, kind, forward, i, in[i] == out[i]), method, in[i], out[i]);
     darray::detail::fence(space);  // cuFFT runs asynchronously; MPI reads the result next
