@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -528,4 +529,74 @@ TEST_CASE("psum into an output that shares blocks with its operand sums the oper
     psum(a, "i", out);
     CHECK(all_ok(sums_ok(out)));
   }
+}
+
+// The movement collectives into a kept output that shares blocks with their operand (the operand itself, its blocks
+// in another order, or one of them beside fresh ones) move the operand as it was, as the allocating form does: a
+// cyclic shift into the operand itself once returned the last block everywhere.
+TEST_CASE("ppermute and all_to_all into an output that shares blocks with their operand move the operand as it was") {
+  const int64_t nd = device_count();
+  const NamedSharding by_i(make_mesh({nd}, {"i"}), P("i"));
+  const Shape shape{2 * nd * nd};
+  using Array = DistributedArray<double, 1, Kokkos::HostSpace>;
+  using View = detail::ShardView<double, 1, Kokkos::HostSpace>;
+  std::vector<std::pair<int, int>> shift;
+  for (int d = 0; d < static_cast<int>(nd); ++d) shift.emplace_back(d, (d + 1) % static_cast<int>(nd));
+  auto aliased = [&](const Array& a, int form) {  // 0: a itself, 1: a's blocks rotated, 2: one block, fresh others
+    if (form == 0) return a;
+    std::vector<View> views;
+    const auto& shards = a.addressable_shards();
+    for (std::size_t j = 0; j < shards.size(); ++j)
+      views.push_back(form == 1 ? shards[(j + 1) % shards.size()].data
+                      : j == 0  ? shards[shards.size() - 1].data
+                                : View("fresh", shards[j].data.extent(0)));
+    return make_array_from_single_device_arrays<double, 1, Kokkos::HostSpace>(shape, by_i, views);
+  };
+  std::vector<std::pair<int, int>> partial(shift.begin() + 1, shift.end());  // no source for device 1 (0 if alone)
+  for (int trial = 0; trial < 6; ++trial) {
+    const int form = trial % 3;
+    const bool device_path = trial >= 3;
+    CAPTURE(form, device_path);
+    std::optional<detail::StageAsIfOnDevice> staged;
+    if (device_path) staged.emplace();
+    for (const auto& perm : {shift, partial}) {
+      auto a = iota<double, 1, Kokkos::HostSpace>(shape, by_i);
+      const std::vector<double> want = process_allgather(ppermute(a, "i", perm));
+      auto out = aliased(a, form);
+      ppermute(a, "i", perm, out);
+      CHECK(all_ok(process_allgather(out) == want));
+    }
+    {
+      auto a = iota<double, 1, Kokkos::HostSpace>(shape, by_i);
+      const std::vector<double> want = process_allgather(all_to_all(a, "i", 0, 0));
+      auto out = aliased(a, form);
+      all_to_all(a, "i", 0, 0, out);
+      CHECK(all_ok(process_allgather(out) == want));
+    }
+  }
+}
+
+// psum of 1- and 2-byte integers wraps around (as NumPy, jax.lax.psum and darray's own record reduction do) also
+// where the payload goes to MPI_Allreduce (above 16 MiB, or above DARRAY_MPI_MAX_MESSAGE_BYTES when the payload is
+// over 16 KiB: test_collectives_checked): Open MPI 4.1's AVX operation component adds them with saturation.
+template <class T>
+bool psum_wraps(int64_t value) {
+  const int64_t nd = device_count();
+  const NamedSharding replicated(make_mesh({nd}, {"i"}), P());
+  const int64_t n = 24 * 1024 + 3;  // above 16 KiB for 1-byte elements
+  auto a = full<T, 1, Kokkos::HostSpace>({n}, static_cast<T>(value), replicated);
+  const auto want = static_cast<T>(static_cast<uint64_t>(value) * static_cast<uint64_t>(nd));
+  const auto r = psum(a, "i");
+  bool ok = true;
+  for (const auto& s : r.addressable_shards())
+    for (int64_t k = 0; k < n; ++k) ok = ok && s.data(k) == want;
+  return ok;
+}
+
+TEST_CASE("psum of 8- and 16-bit integers wraps around whatever the payload's size") {
+  CHECK(all_ok(psum_wraps<int8_t>(100)));
+  CHECK(all_ok(psum_wraps<uint8_t>(200)));
+  CHECK(all_ok(psum_wraps<int16_t>(20000)));
+  CHECK(all_ok(psum_wraps<uint16_t>(40000)));
+  CHECK(all_ok(psum_wraps<int16_t>(-20000)));
 }

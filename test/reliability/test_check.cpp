@@ -65,3 +65,23 @@ TEST_CASE("a process that skips barrier while the others call it gets an error, 
   }
   barrier();  // and matching barriers still work
 }
+
+// A whole-array reduction (sum, max, dot, norm...) is checked like every collective: the last process sums while
+// the others call psum, reshard or process_allgather. Its 16-byte record once met the check's 8-byte hash, so one
+// process failed in MPI (MPI_ERR_TRUNCATE) and the other waited forever for a second allgather.
+TEST_CASE("a whole-array reduction on one process while the others call another collective fails everywhere") {
+  Mesh mesh = make_mesh({device_count()}, {"x"});
+  auto a = iota<double, 1>({8}, NamedSharding(mesh, P{"x"}));
+  const std::string who = "process " + std::to_string(last());
+  for (int other = 0; other < 3; ++other) {
+    CAPTURE(other);
+    auto run = [&] {
+      if (process_index() == last()) return sum(a);
+      if (other == 0) return psum(a, "x").addressable_shards()[0].data(0);
+      if (other == 1) return reshard(a, NamedSharding(mesh, P{})).addressable_shards()[0].data(0);
+      return process_allgather(a)[0];
+    };
+    DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, run(), "DARRAY_CHECK", who.c_str(), "sum of 8 x float64");
+  }
+  REQUIRE(all_ok(sum(a) == 28.0));  // and matching calls still work
+}

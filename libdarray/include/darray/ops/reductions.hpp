@@ -123,7 +123,7 @@ DistributedArray<Acc, N - 1, M> reduce_along(const char* api, const DistributedA
       }
       const std::uint64_t nan_flag = mix_fingerprint(static_cast<std::uint64_t>(op) + 1, 0x4e614eull);
       if (combine_processes<ArrayOp::max>(mine > 0 ? 1 : 0, nan_flag, [&] {
-            return "process " + std::to_string(process_index()) + ": whether a partial " + to_string(op) + " holds NaN";
+            return std::string("whether a partial ") + to_string(op) + " holds NaN";
           }) > 0) {
         const auto nan_count = psum(map(
                                         partial, KOKKOS_LAMBDA(Acc x) { return x != x ? 1 : 0; }),

@@ -100,23 +100,27 @@ MPI_Op cached_user_op() {
   return op;
 }
 
-// MPI_MAX and MPI_MIN drop NaN (pmax of [NaN, 1] gives 1); JAX and NumPy propagate it. This user-defined
-// operation does: a NaN operand wins, otherwise the larger (max) or smaller value.
+// A user-defined MPI operation combining elements as combine_one does, for where MPI's own differs from JAX and
+// NumPy: MPI_MAX and MPI_MIN drop NaN (pmax of [NaN, 1] gives 1), where a NaN operand wins here; and Open MPI 4.1's
+// AVX component adds 1- and 2-byte integers with saturation (20000 + 20000 as int16 gives 32767), where they wrap
+// around here.
 template <class R, ReduceOp Op>
-void nan_propagating_combine(void* in, void* inout, int* len, MPI_Datatype*) {
+void combine_as_darray(void* in, void* inout, int* len, MPI_Datatype*) {
   R* const dst = static_cast<R*>(inout);
   combine_elements<R, Op>(dst, static_cast<const R*>(in), dst, static_cast<std::size_t>(*len));
 }
 
 // The MPI operation reducing elements of type T (complex: its real lanes) under op. Floating-point max and min
-// propagate NaN, as JAX's lax.pmax / pmin and NumPy's maximum / minimum do.
+// propagate NaN, as JAX's lax.pmax / pmin and NumPy's maximum / minimum do; integer sums wrap around.
 template <class T>
 MPI_Op mpi_reduce_op(ReduceOp op) {
   using R = typename ReduceScalar<T>::type;
+  if constexpr (std::is_integral<R>::value && sizeof(R) <= 2)
+    if (op == ReduceOp::sum) return cached_user_op<&combine_as_darray<R, ReduceOp::sum>>();
   if (op == ReduceOp::sum) return MPI_SUM;
   if constexpr (std::is_floating_point<R>::value)
-    return op == ReduceOp::max ? cached_user_op<&nan_propagating_combine<R, ReduceOp::max>>()
-                               : cached_user_op<&nan_propagating_combine<R, ReduceOp::min>>();
+    return op == ReduceOp::max ? cached_user_op<&combine_as_darray<R, ReduceOp::max>>()
+                               : cached_user_op<&combine_as_darray<R, ReduceOp::min>>();
   return op == ReduceOp::max ? MPI_MAX : MPI_MIN;
 }
 

@@ -17,6 +17,7 @@
 
 #include "darray/array/distributed_array.hpp"
 #include "darray/array/dtype.hpp"
+#include "darray/comm/check.hpp"
 #include "darray/comm/detail/same_reduction.hpp"
 #include "darray/core/error.hpp"
 #include "darray/ops/detail/kernels.hpp"
@@ -103,7 +104,9 @@ inline const char* to_string(ArrayOp op) {
 // Every process's value combined in process order, the same bits on every process (an allreduce may round
 // differently on different ranks). Collective over all processes. The same allgather carries `fingerprint` (what
 // is reduced: operation, element type, length); processes that disagree all throw the same InvalidArgument, with
-// describe() as this process's line (comm/detail/same_reduction.hpp), instead of combining each other's bytes.
+// describe() (the same text on every process that reduces the same) as this process's line
+// (comm/detail/same_reduction.hpp), instead of combining each other's bytes. Under DARRAY_CHECK the processes first
+// compare describe() as every collective does, so one that calls another collective meanwhile fails everywhere too.
 template <ArrayOp op, class Acc, class Describe>
 Acc combine_processes(const Acc& mine, std::uint64_t fingerprint, const Describe& describe) {
   const MPI_Comm comm = world_comm();
@@ -114,6 +117,7 @@ Acc combine_processes(const Acc& mine, std::uint64_t fingerprint, const Describe
     std::uint64_t fingerprint;
     Acc value;
   };
+  if (consistency_checks_enabled()) check_consistent(comm, describe());
   Tagged own;
   std::memset(static_cast<void*>(&own), 0, sizeof own);  // no indeterminate padding bytes on the wire
   own.fingerprint = fingerprint;
@@ -123,7 +127,8 @@ Acc combine_processes(const Acc& mine, std::uint64_t fingerprint, const Describe
   DARRAY_MPI_CHECK(MPI_Allgather(&own, static_cast<int>(sizeof(Tagged)), MPI_BYTE, all.data(),
                                  static_cast<int>(sizeof(Tagged)), MPI_BYTE, comm));
   for (const Tagged& t : all)
-    if (t.fingerprint != fingerprint) throw_other_reduction(comm, to_string(op), describe());
+    if (t.fingerprint != fingerprint)
+      throw_other_reduction(comm, to_string(op), "process " + std::to_string(process_index()) + ": " + describe());
   Acc result = all[0].value;
   for (std::size_t p = 1; p < all.size(); ++p) combine<op>(result, all[p].value);
   return result;
@@ -142,8 +147,8 @@ Acc reduce_all(const DistributedArray<T, N, M>& a, const MakeLoad& make_load) {
   std::uint64_t fingerprint = mix_fingerprint(static_cast<std::uint64_t>(op) + 1, dtype_code<T>());
   fingerprint = mix_fingerprint(mix_fingerprint(fingerprint, dtype_code<Acc>()), static_cast<std::uint64_t>(a.size()));
   return combine_processes<op>(mine, fingerprint, [&] {
-    return "process " + std::to_string(process_index()) + ": " + to_string(op) + " of " + std::to_string(a.size()) +
-           " x " + dtype_name<T>() + " (accumulated as " + dtype_name<Acc>() + ")";
+    return std::string(to_string(op)) + " of " + std::to_string(a.size()) + " x " + dtype_name<T>() +
+           " (accumulated as " + dtype_name<Acc>() + ")";
   });
 }
 
