@@ -130,8 +130,8 @@ DistributedArray<T, N, M> execute(const ReshardPlan& plan, const DistributedArra
 }
 
 // Executes a plan into `out`, an array already sharded as plan.dst() (e.g. from a previous execution): no
-// allocation, so a time loop or an FFT that reshards every step reuses its buffers. `out` must not share shards
-// with `in`.
+// allocation, so a time loop or an FFT that reshards every step reuses its buffers. `out` may share blocks with `in`
+// (then the result goes through fresh blocks: an allocation and a copy more).
 template <class T, int N, class M>
 void execute(const ReshardPlan& plan, const DistributedArray<T, N, M>& in, DistributedArray<T, N, M>& out) {
   DARRAY_THROW_IF(out.shape() != plan.shape() || out.sharding() != plan.dst(), InvalidArgument, "ReshardPlan::execute",
@@ -139,7 +139,20 @@ void execute(const ReshardPlan& plan, const DistributedArray<T, N, M>& in, Distr
                                            << "; expected shape " << shape_to_string(plan.shape()) << " sharded as "
                                            << plan.dst());
   detail::check_reshard_consistent<T>(in.sharding(), plan.dst(), in.shape());
-  detail::execute_into(plan, in, out.addressable_shards());  // views share their data: writing them writes `out`
+  static thread_local std::vector<const T*> operand;  // reused: a kept-output reshard allocates nothing
+  operand.clear();
+  for (const auto& s : in.addressable_shards()) operand.push_back(s.data.data());
+  if (!detail::shares_a_block(out.addressable_shards(), operand)) {
+    detail::execute_into(plan, in, out.addressable_shards());  // views share their data: writing them writes `out`
+    return;
+  }
+  const auto fresh = detail::allocate_shards<T, N, M>(plan.dst(), plan.shape());
+  detail::execute_into(plan, in, fresh);
+  using Exec = typename M::execution_space;
+  for (const auto& f : fresh)
+    for (const auto& o : out.addressable_shards())
+      if (o.device.id == f.device.id) detail::copy_contiguous(detail::default_instance<Exec>(), o.data, f.data, false);
+  detail::fence(detail::default_instance<Exec>());
 }
 
 // The cached plan for moving arrays of `shape` and element type T from src to dst on this process.

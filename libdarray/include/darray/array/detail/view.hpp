@@ -4,7 +4,9 @@
 #pragma once
 
 #include <Kokkos_Core.hpp>
+#include <algorithm>
 #include <cstddef>
+#include <functional>
 #include <new>
 #include <stdexcept>
 #include <string>
@@ -75,6 +77,22 @@ bool mpi_needs_host_copy() {
     return stage_as_if_on_device();
   else
     return !mpi_reads_device_memory();
+}
+
+// Whether a block of `out` (shards: their .data views) is one of the operand's blocks, e.g. a kept output that is
+// the operand itself. Blocks one array allocated lie in one address range (allocate_views_each carves them from one
+// cached block), so only an output block inside the operand's range is compared with each operand block.
+template <class Shards, class T>
+bool shares_a_block(const Shards& out, const std::vector<const T*>& operand) {
+  if (operand.empty()) return false;
+  const auto [lo, hi] = std::minmax_element(operand.begin(), operand.end(), std::less<const T*>());
+  for (const auto& o : out) {
+    const T* q = o.data.data();
+    if (std::less<const T*>()(q, *lo) || std::less<const T*>()(*hi, q)) continue;
+    for (const T* p : operand)
+      if (q == p) return true;
+  }
+  return false;
 }
 
 // A host view of v's extent to copy v through (uninitialised): v itself where the host addresses it directly (as

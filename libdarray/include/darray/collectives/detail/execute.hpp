@@ -145,22 +145,6 @@ void reduce_across(MPI_Comm comm, const T* send, T* data, ReduceOp op, const Col
     throw_other_reduction(comm, "collective reduction", describe_reduction<T>(op, plan));
 }
 
-// Whether a block of `out` is one of the operand's blocks. Blocks one array allocated lie in one address range
-// (allocate_views_each carves them from one cached block), so only an output block inside the operand's range is
-// compared with each operand block.
-template <class T, int R, class M>
-bool shares_a_block(const std::vector<Shard<T, R, M>>& out, const std::vector<const T*>& operand) {
-  if (operand.empty()) return false;
-  const auto [lo, hi] = std::minmax_element(operand.begin(), operand.end(), std::less<const T*>());
-  for (const auto& o : out) {
-    const T* q = o.data.data();
-    if (std::less<const T*>()(q, *lo) || std::less<const T*>()(*hi, q)) continue;
-    for (const T* p : operand)
-      if (q == p) return true;
-  }
-  return false;
-}
-
 // dst = the combination of the slot's local blocks (the identity when it has none). Not fenced.
 template <class T, class Exec>
 void combine_slot(const Exec& space, const Slot& slot, const std::vector<const T*>& operand, ReduceOp op, T* dst) {
