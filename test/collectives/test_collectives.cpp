@@ -4,10 +4,12 @@
 // so all draw the same layouts; each result is checked shard by shard, replicas included, and its sharding and
 // shape against the documented convention.
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <optional>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -591,6 +593,79 @@ bool psum_wraps(int64_t value) {
   for (const auto& s : r.addressable_shards())
     for (int64_t k = 0; k < n; ++k) ok = ok && s.data(k) == want;
   return ok;
+}
+
+namespace {
+
+// Doubles of many magnitudes, so sums of three or more of them round differently in another association.
+DistributedArray<double, 2> inexact_operand(const Shape& shape, const NamedSharding& s) {
+  return make_array_from_callback<double, 2>(shape, s, [&](const Index& box) {
+    std::vector<double> v;
+    for (int64_t i = box[0].start; i < box[0].stop; ++i)
+      for (int64_t j = box[1].start; j < box[1].stop; ++j) {
+        const int64_t flat = i * shape[1] + j;
+        v.push_back(
+            std::ldexp(std::sin(0.37 * static_cast<double>(flat) + 1.0), static_cast<int>((flat * 13) % 41) - 20));
+      }
+    return v;
+  });
+}
+
+// Every block of r equal bit for bit to every other block of the same box (its replicas), on every process: each
+// device's block is hashed by its process, the hashes are summed over the processes (one owner per device) and
+// compared box by box. Collective.
+template <class T, int N>
+std::string replicas_differ(const DistributedArray<T, N>& r) {
+  const auto& devs = r.sharding().mesh().devices();
+  std::vector<std::uint64_t> hash(devs.size(), 0);
+  for (const auto& s : r.addressable_shards()) {
+    std::uint64_t h = 1469598103934665603ull;
+    const auto* bytes = reinterpret_cast<const unsigned char*>(s.data.data());
+    for (std::size_t b = 0; b < s.data.size() * sizeof(T); ++b) h = (h ^ bytes[b]) * 1099511628211ull;
+    for (std::size_t k = 0; k < devs.size(); ++k)
+      if (devs[k].id == s.device.id) hash[k] = h;
+  }
+  MPI_Allreduce(MPI_IN_PLACE, hash.data(), static_cast<int>(hash.size()), MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+  for (std::size_t k = 0; k < devs.size(); ++k)
+    for (std::size_t j = 0; j < k; ++j)
+      if (r.sharding().index(r.shape(), devs[j]) == r.sharding().index(r.shape(), devs[k]) && hash[j] != hash[k]) {
+        std::ostringstream err;
+        err << "blocks of " << devs[j] << " and " << devs[k] << " (box " << r.sharding().index(r.shape(), devs[k])
+            << ") differ";
+        return err.str();
+      }
+  return "";
+}
+
+}  // namespace
+
+// Replicas of a reduction's result are equal bit for bit, however the processes hold their axis groups: with mesh
+// z=2, y=3 over 3 processes of 2 devices, psum over "y" of an operand replicated along "z" combined group z=0 as
+// (p0 + p0) + p1 and group z=1 as p1 + (p2 + p2), so the two replicas of each block differed in their last bits.
+TEST_CASE("replicas of psum, psum_scatter and sum along an axis are equal bit for bit however processes split groups") {
+  const int64_t nd = device_count();
+  std::string err;
+  if (nd % 2 == 0 && nd >= 6) {
+    const NamedSharding s(make_mesh({2, nd / 2}, {"z", "y"}), P(none, "y"));
+    const auto a = inexact_operand({4, 2 * nd}, s);
+    err = replicas_differ(psum(a, "y"));
+    INFO(err);
+    CHECK(all_ok(err.empty()));
+  }
+  std::mt19937_64 rng(909);
+  for (int trial = 0; trial < 40; ++trial) {
+    const Draw l = draw_layout<2>(rng);
+    const auto axes = random_axes(rng, l.mesh);
+    const int64_t n = l.mesh.axis_size(axes[0]);
+    const Shape shape = even_shape(rng, l.sharding, 2, 1, n);
+    INFO(l.describe(shape) << " over " << Catch::Detail::stringify(axes));
+    const auto a = inexact_operand(shape, l.sharding);
+    err = replicas_differ(psum(a, axes));
+    if (err.empty()) err = replicas_differ(psum_scatter(a, axes[0], 1));
+    if (err.empty()) err = replicas_differ(sum(a, 1));
+    INFO(err);
+    REQUIRE(all_ok(err.empty()));
+  }
 }
 
 TEST_CASE("psum of 8- and 16-bit integers wraps around whatever the payload's size") {

@@ -65,16 +65,19 @@ class AxisGroups {
   int64_t m_group_size = 1;
 };
 
-// Which processes must talk: two processes share a component when some axis group has devices on both. Every
-// process derives the same components from the mesh alone; the collective's MPI (or NCCL) step runs on one
-// sub-communicator per component, so a process whose devices sit in several groups still needs one communicator.
+// Which processes must talk: two processes share a component when some axis group (or reduction unit, see
+// collectives/detail/reduction_units.hpp: groups reduced together) has devices on both. Every process derives the
+// same components from the mesh alone; the collective's MPI (or NCCL) step runs on one sub-communicator per
+// component, so a process whose devices sit in several groups still needs one communicator.
 struct ProcessComponents {
   std::vector<int> colors;           // per process of the job; empty when no group spans two processes
   std::vector<int> group_component;  // per group id: the color of its component
   int component_size = 1;            // processes in this process's component
 };
 
-inline ProcessComponents process_components(const AxisGroups& groups, int process_count, int me) {
+// unit: per group id, the unit it is reduced in (a group id); empty: each group is its own.
+inline ProcessComponents process_components(const AxisGroups& groups, int process_count, int me,
+                                            const std::vector<int64_t>& unit = {}) {
   std::vector<int> parent(static_cast<std::size_t>(process_count));
   std::iota(parent.begin(), parent.end(), 0);
   auto find = [&](int p) {
@@ -87,7 +90,8 @@ inline ProcessComponents process_components(const AxisGroups& groups, int proces
   std::vector<int> first(static_cast<std::size_t>(groups.group_count()), -1);
   bool crosses = false;
   for (int64_t pos = 0; pos < groups.mesh().size(); ++pos) {
-    int& f = first[static_cast<std::size_t>(groups.group(pos))];
+    const int64_t g = groups.group(pos);
+    int& f = first[static_cast<std::size_t>(unit.empty() ? g : unit[static_cast<std::size_t>(g)])];
     const int p = groups.process(pos);
     if (f < 0) {
       f = p;
@@ -101,7 +105,8 @@ inline ProcessComponents process_components(const AxisGroups& groups, int proces
   }
   ProcessComponents out;
   out.group_component.resize(first.size());
-  for (std::size_t g = 0; g < first.size(); ++g) out.group_component[g] = find(first[g]);
+  for (std::size_t g = 0; g < first.size(); ++g)
+    out.group_component[g] = find(first[unit.empty() ? g : static_cast<std::size_t>(unit[g])]);
   if (!crosses) {
     // Every group lives inside one process: its component is that process alone.
     out.component_size = 1;

@@ -69,14 +69,15 @@ struct Piece {
   }
 };
 
-// One axis group of this process's component in a reduction: every process of the component holds one slot per
-// group, in group order, so one allreduce over the concatenated slots reduces all groups at once. A process without
-// devices in the group contributes the reduction's identity.
+// One reduction unit of this process's component (an axis group, or replica groups reduced together:
+// collectives/detail/reduction_units.hpp): every process of the component holds one slot per unit, in unit order, so
+// one allreduce over the concatenated slots reduces all units at once. A process without devices in the unit's
+// first group contributes the reduction's identity.
 struct Slot {
-  int64_t group = 0;
-  Shape shape;                       // the group's block shape
+  int64_t group = 0;                 // the unit's first group
+  Shape shape;                       // its block shape
   int64_t offset = 0;                // elements into the slot buffer
-  std::vector<std::size_t> members;  // this process's devices in the group (their positions in targets), combined first
+  std::vector<std::size_t> members;  // this process's devices in that group (positions in targets), in member order
 };
 
 struct CollectiveSchedule {

@@ -1,7 +1,8 @@
-// Plans of the reductions psum, pmax, pmin and psum_scatter. Each axis group is reduced in two steps: the blocks of
-// its devices on one process are combined there, then the per-process partials of every group of a process
-// component are reduced by one allreduce on that component's communicator (one slot per group). psum_scatter
-// keeps one chunk of the sum per device.
+// Plans of the reductions psum, pmax, pmin and psum_scatter. Each reduction unit (an axis group, or replica groups
+// reduced together: collectives/detail/reduction_units.hpp) is reduced in two steps: the blocks of its first group's
+// devices on one process are combined there in member order, then the per-process partials of every unit of a
+// process component are reduced by one allreduce on that component's communicator (one slot per unit), and every
+// device of the unit's groups takes the result. psum_scatter keeps one chunk of the sum per device.
 #pragma once
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include "darray/collectives/detail/axis_groups.hpp"
 #include "darray/collectives/detail/block_checks.hpp"
 #include "darray/collectives/detail/plan.hpp"
+#include "darray/collectives/detail/reduction_units.hpp"
 #include "darray/collectives/detail/result_layout.hpp"
 #include "darray/comm/limits.hpp"
 #include "darray/core/error.hpp"
@@ -75,12 +77,15 @@ inline CollectiveSchedule build_reduce_plan(const char* api, const NamedSharding
   CollectiveSchedule plan(out_sharding, derive_result_shape(api, out_sharding, rank, block_of, shape, s));
 
   const int me = process_index();
-  const ProcessComponents comps = process_components(groups, process_count(), me);
+  std::vector<int64_t> volumes(group_shape.size());
+  for (std::size_t g = 0; g < group_shape.size(); ++g) volumes[g] = volume(group_shape[g]);
+  const ReductionUnits units = reduction_units(groups, s, volumes, process_count(), me);
+  const ProcessComponents& comps = units.components;
   set_components(plan, comps);
   const int my_color = comps.colors.empty() ? me : comps.colors[static_cast<std::size_t>(me)];
   std::unordered_map<int64_t, std::size_t> slot_of;
   for (std::size_t g = 0; g < group_shape.size(); ++g) {
-    if (comps.group_component[g] != my_color) continue;
+    if (comps.group_component[g] != my_color || units.unit[g] != static_cast<int64_t>(g)) continue;
     slot_of.emplace(static_cast<int64_t>(g), plan.slots.size());
     plan.slots.push_back(Slot{static_cast<int64_t>(g), group_shape[g], plan.slot_elements, {}});
     plan.slot_elements += volume(group_shape[g]);
@@ -89,9 +94,10 @@ inline CollectiveSchedule build_reduce_plan(const char* api, const NamedSharding
   const std::vector<int64_t> positions = add_targets(plan);
   for (std::size_t t = 0; t < positions.size(); ++t) {
     const int64_t pos = positions[t];
-    const std::size_t k = slot_of.at(groups.group(pos));
+    const int64_t g = groups.group(pos), u = units.unit[static_cast<std::size_t>(g)];
+    const std::size_t k = slot_of.at(u);
     Slot& slot = plan.slots[k];
-    slot.members.push_back(t);
+    if (g == u) slot.members.push_back(t);
     Copy c;
     c.target = t;
     c.from = CopySource::slot;
@@ -106,6 +112,10 @@ inline CollectiveSchedule build_reduce_plan(const char* api, const NamedSharding
     }
     if (volume(c.extent) > 0) plan.copies.push_back(std::move(c));
   }
+  // Member order, whatever the local devices' order: every process combines a unit's blocks in one association.
+  for (Slot& slot : plan.slots)
+    std::sort(slot.members.begin(), slot.members.end(),
+              [&](std::size_t x, std::size_t y) { return groups.member(positions[x]) < groups.member(positions[y]); });
   plan.slot_block = whole_slot_blocks(plan);
   plan.max_message_bytes = max_message_bytes();
   return plan;
