@@ -3,10 +3,12 @@
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <limits>
 #include <numeric>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "collectives_test_util.hpp"
@@ -23,6 +25,49 @@ std::vector<typename View::non_const_value_type> to_host(const View& v) {
 }
 
 }  // namespace
+
+// Which axis groups a reduction reduces together (collectives/detail/reduction_units.hpp), on device tables of any
+// size made here: replica groups whose devices split alike over separate processes stay apart (no larger
+// allreduce for a model axis reduced per data replica), others form one unit, so that the replicas agree bit for bit.
+TEST_CASE("reduction units: replica groups split alike stay apart, the others are reduced together") {
+  auto table = [](int processes, int per) {  // process-major, as the Environment numbers devices
+    std::vector<Device> devs;
+    for (int p = 0; p < processes; ++p)
+      for (int k = 0; k < per; ++k) devs.push_back(Device{p * per + k, p, k, DeviceKind::cpu, -1});
+    return devs;
+  };
+  auto units = [](const Mesh& mesh, const PartitionSpec& spec, const std::vector<int>& axes, int processes) {
+    const detail::AxisGroups groups(mesh, axes);
+    const std::vector<int64_t> volume(static_cast<std::size_t>(groups.group_count()), 16);
+    return detail::reduction_units(groups, NamedSharding(mesh, spec), volume, processes, 0).unit;
+  };
+  using U = std::vector<int64_t>;
+  // data x model, "model" reduced, the operand replicated along "data": each replica's group on one process, or on
+  // processes 0-3 and 4-7 alike.
+  CHECK(units(Mesh(table(2, 4), {2, 4}, {"data", "model"}), P(none, "model"), {1}, 2) == U{0, 1});
+  CHECK(units(Mesh(table(8, 1), {2, 4}, {"data", "model"}), P(none, "model"), {1}, 8) == U{0, 1});
+  CHECK(units(Mesh(table(8, 1), {4, 2}, {"data", "model"}), P("model"), {1}, 8) == U{0, 1, 2, 3});
+  // z=2, y=3 over 3 processes of 2 devices: z=0 on (p0, p0, p1), z=1 on (p1, p2, p2): one unit.
+  CHECK(units(Mesh(table(3, 2), {2, 3}, {"z", "y"}), P(none, "y"), {1}, 3) == U{0, 0});
+  // y=4, z=2 over 4 processes of 2 devices: both groups on processes 0-3, one component: one unit.
+  CHECK(units(Mesh(table(4, 2), {4, 2}, {"y", "z"}), P("y"), {0}, 4) == U{0, 0});
+  // The operand sharded along every axis not reduced: no replicas, every group its own unit.
+  CHECK(units(Mesh(table(3, 2), {2, 3}, {"z", "y"}), P("z", "y"), {1}, 3) == U{0, 1});
+  // Two replica classes along x, each of 2 groups along z: x=0's on one process each, x=1's on processes 2 and 3.
+  std::vector<Device> devs = table(4, 3);  // mesh (x=2, z=2, y=3) over 4 processes of 3
+  std::swap(devs[7], devs[9]);             // x=1, z=0 now on (p2, p3, p2); x=1, z=1 on (p2, p3, p3)
+  CHECK(units(Mesh(devs, {2, 2, 3}, {"x", "z", "y"}), P("x", "y"), {2}, 4) == U{0, 1, 2, 2});
+  // Groups in separate components of two processes: apart where the members pair up alike (whichever process is
+  // first), together where they do not.
+  const std::vector<Device> all = table(4, 3);
+  auto pick = [&](std::initializer_list<int> ids) {
+    std::vector<Device> d;
+    for (const int id : ids) d.push_back(all[static_cast<std::size_t>(id)]);
+    return d;
+  };
+  CHECK(units(Mesh(pick({0, 1, 3, 9, 10, 6}), {2, 3}, {"z", "y"}), P(none, "y"), {1}, 4) == U{0, 1});
+  CHECK(units(Mesh(pick({0, 1, 3, 6, 9, 10}), {2, 3}, {"z", "y"}), P(none, "y"), {1}, 4) == U{0, 0});
+}
 
 TEST_CASE("psum of ones over every device: the tutorial's all-reduce") {
   const int n = device_count();

@@ -125,8 +125,9 @@ DistributedArray<T, R, M> execute(const CollectivePlan<T, N, M, R>& plan, const 
 }
 
 // The same into `out`, an array shaped and sharded as the result (out_shape(), out_sharding(); e.g. a previous
-// execution's result): no allocation. As with the calls' kept-output forms, a reduction's `out` may share the
-// operand's blocks (psum in place); a movement's (all_gather, all_to_all, ppermute) must not.
+// execution's result): no allocation. As with the calls' kept-output forms, `out` may share the operand's blocks
+// (psum in place, ppermute(a, axis, perm, a)): the result then goes through fresh blocks, an allocation and a copy
+// more.
 template <class T, int N, class M, int R>
 void execute(const CollectivePlan<T, N, M, R>& plan, const DistributedArray<T, N, M>& a,
              DistributedArray<T, R, M>& out) {

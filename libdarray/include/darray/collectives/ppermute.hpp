@@ -51,7 +51,7 @@ DistributedArray<T, N, M> ppermute(const DistributedArray<T, N, M>& a, const std
 }
 
 // The same into `out`, an array shaped and sharded like `a`: no allocation. `out` may be `a` itself or share blocks
-// with it (then the result goes through a scratch block: a copy more).
+// with it (then the result goes through fresh blocks: an allocation and a copy more).
 template <class T, int N, class M>
 void ppermute(const DistributedArray<T, N, M>& a, const std::string& axis, const std::vector<std::pair<int, int>>& perm,
               DistributedArray<T, N, M>& out) {

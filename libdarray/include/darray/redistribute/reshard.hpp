@@ -139,20 +139,13 @@ void execute(const ReshardPlan& plan, const DistributedArray<T, N, M>& in, Distr
                                            << "; expected shape " << shape_to_string(plan.shape()) << " sharded as "
                                            << plan.dst());
   detail::check_reshard_consistent<T>(in.sharding(), plan.dst(), in.shape());
-  static thread_local std::vector<const T*> operand;  // reused: a kept-output reshard allocates nothing
-  operand.clear();
-  for (const auto& s : in.addressable_shards()) operand.push_back(s.data.data());
-  if (!detail::shares_a_block(out.addressable_shards(), operand)) {
+  if (!detail::shares_a_block(out.addressable_shards(), in.addressable_shards())) {
     detail::execute_into(plan, in, out.addressable_shards());  // views share their data: writing them writes `out`
     return;
   }
   const auto fresh = detail::allocate_shards<T, N, M>(plan.dst(), plan.shape());
   detail::execute_into(plan, in, fresh);
-  using Exec = typename M::execution_space;
-  for (const auto& f : fresh)
-    for (const auto& o : out.addressable_shards())
-      if (o.device.id == f.device.id) detail::copy_contiguous(detail::default_instance<Exec>(), o.data, f.data, false);
-  detail::fence(detail::default_instance<Exec>());
+  detail::copy_blocks(detail::default_instance<typename M::execution_space>(), out.addressable_shards(), fresh);
 }
 
 // The cached plan for moving arrays of `shape` and element type T from src to dst on this process.

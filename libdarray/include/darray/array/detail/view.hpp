@@ -79,18 +79,24 @@ bool mpi_needs_host_copy() {
     return !mpi_reads_device_memory();
 }
 
-// Whether a block of `out` (shards: their .data views) is one of the operand's blocks, e.g. a kept output that is
-// the operand itself. Blocks one array allocated lie in one address range (allocate_views_each carves them from one
-// cached block), so only an output block inside the operand's range is compared with each operand block.
-template <class Shards, class T>
-bool shares_a_block(const Shards& out, const std::vector<const T*>& operand) {
-  if (operand.empty()) return false;
-  const auto [lo, hi] = std::minmax_element(operand.begin(), operand.end(), std::less<const T*>());
+// Whether a block of `out` is one of `in`'s (both lists of shards, compared by their .data views), e.g. a kept
+// output that is the operand itself. Blocks one array allocated lie in one address range (allocate_views_each carves
+// them from one cached block), so only an output block inside the range of `in`'s blocks is compared with each.
+template <class OutShards, class InShards>
+bool shares_a_block(const OutShards& out, const InShards& in) {
+  if (in.empty()) return false;
+  using Ptr = decltype(in.front().data.data());
+  const std::less<Ptr> less;
+  Ptr lo = in.front().data.data(), hi = lo;
+  for (const auto& s : in) {
+    lo = less(s.data.data(), lo) ? s.data.data() : lo;
+    hi = less(hi, s.data.data()) ? s.data.data() : hi;
+  }
   for (const auto& o : out) {
-    const T* q = o.data.data();
-    if (std::less<const T*>()(q, *lo) || std::less<const T*>()(*hi, q)) continue;
-    for (const T* p : operand)
-      if (q == p) return true;
+    const Ptr q = o.data.data();
+    if (less(q, lo) || less(hi, q)) continue;
+    for (const auto& s : in)
+      if (q == s.data.data()) return true;
   }
   return false;
 }
@@ -288,6 +294,22 @@ void copy_contiguous(const Exec& space, const Dst& dst, const Src& src, bool the
   if (dst.size() == 0) return;
   Kokkos::deep_copy(space, dst, src);
   if (then_fence) fence(space);
+}
+
+// Each block of `out` <- the block of `from` on the same device (lists of shards of one sharding, both in local-device
+// order), copied on `space` and fenced. A kept-output call whose output shares blocks with its input (shares_a_block)
+// computes into fresh blocks and copies them over with it: the input is read whole before the output is written.
+template <class Exec, class OutShards, class FromShards>
+void copy_blocks(const Exec& space, const OutShards& out, const FromShards& from) {
+  DARRAY_THROW_IF(out.size() != from.size(), Error, "copy_blocks",
+                  "internal: " << out.size() << " output blocks, " << from.size() << " to copy");
+  for (std::size_t k = 0; k < out.size(); ++k) {
+    DARRAY_THROW_IF(out[k].device.id != from[k].device.id, Error, "copy_blocks",
+                    "internal: output block " << k << " is on device " << out[k].device.id << ", its source on "
+                                              << from[k].device.id);
+    copy_contiguous(space, out[k].data, from[k].data, /*then_fence=*/false);
+  }
+  fence(space);
 }
 
 // The row-major block at dst <- src (contiguous, LayoutRight).

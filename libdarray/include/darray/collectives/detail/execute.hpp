@@ -162,15 +162,14 @@ void combine_slot(const Exec& space, const Slot& slot, const std::vector<const T
 // slot has one local device), then copied to the slot's other result blocks: no slot buffer, no copies in and out of
 // it. Host memory and the MPI transport; one slot when processes take part (one allreduce per call). Returns false,
 // having moved nothing, when the plan is not of that form (plan.slot_block empty). The blocks of `out` are those of
-// the plan's targets (a result made from them, or a kept output checked against the plan's shape and sharding);
-// `aliased`: a block of `out` is one of the operand's (shares_a_block), which leaves it to the slot buffer's path.
+// the plan's targets (a result made from them, or a kept output checked against the plan's shape and sharding),
+// none of them an operand block.
 template <class T, int R, class M, class Exec>
 bool reduce_in_result_blocks(const Exec& space, const CollectiveSchedule& plan, const std::vector<const T*>& operand,
-                             ReduceOp op, const std::vector<Shard<T, R, M>>& out, bool aliased) {
+                             ReduceOp op, const std::vector<Shard<T, R, M>>& out) {
   if (!direct_host_access<M>() || plan.slot_block.empty()) return false;
   const bool across = !plan.colors.empty() && plan.component_size > 1;
   if (across && plan.slots.size() != 1) return false;
-  if (aliased) return false;  // e.g. the operand itself: the slot buffer's path
   static thread_local std::vector<T*> first;
   first.resize(plan.slots.size());
   for (std::size_t s = 0; s < plan.slots.size(); ++s) first[s] = out[plan.slot_block[s]].data.data();
@@ -351,7 +350,7 @@ void check_kept_output(const char* api, const CollectiveSchedule& plan, const Di
 
 // Runs the plan on operand a into the result blocks `out` (one per target, in target order). reduction: slots
 // carry the data (psum, pmax, pmin, psum_scatter), else pieces do. `fresh`: the blocks were just allocated (zero
-// fill done by the allocation). A kept output may share blocks with the operand: the result is as if it did not.
+// fill done by the allocation). No block of `out` is an operand block (the kept form of execute_plan sees to it).
 // engine: collective_engine(plan, sizeof(T)) for movement plans (the CollectivePlan holds it), null for reductions.
 template <int R, class T, int N, class M>
 void execute_plan_into(const char* api, const CollectiveSchedule& plan, const DistributedArray<T, N, M>& a,
@@ -362,12 +361,9 @@ void execute_plan_into(const char* api, const CollectiveSchedule& plan, const Di
   const Exec& space = default_instance<Exec>();
   detail::fence_all();  // kernels that wrote the operand may still run
   const std::vector<const T*>& operand = operand_blocks(plan, a);
-  // A kept output may share blocks with the operand (ppermute(a, axis, perm, a)): then every operand block is read
-  // before a result block is written.
-  const bool aliased = !fresh && shares_a_block(out, operand);
   // Blocks no piece writes are zeroed: fill_kernel, not Kokkos::deep_copy (Kokkos 4's fences there build their names
   // on the heap). A fresh block is zero already, and most plans have none (any_zero_fill saves the scan).
-  if (!fresh && !aliased && plan.any_zero_fill) {
+  if (!fresh && plan.any_zero_fill) {
     bool filled = false;
     for (std::size_t t = 0; t < plan.targets.size(); ++t)
       if (plan.targets[t].zero_fill) {
@@ -378,7 +374,7 @@ void execute_plan_into(const char* api, const CollectiveSchedule& plan, const Di
   }
 
   if (reduction) {
-    if (reduce_in_result_blocks<T, R, M>(space, plan, operand, op, out, aliased)) return;
+    if (reduce_in_result_blocks<T, R, M>(space, plan, operand, op, out)) return;
     const Kokkos::View<T*, M> slots = reduce_slots<T, M>(space, plan, operand, op);
     for (const Copy& c : plan.copies) {
       const T* src = slots.data() + plan.slots[static_cast<std::size_t>(c.source)].offset;
@@ -392,25 +388,7 @@ void execute_plan_into(const char* api, const CollectiveSchedule& plan, const Di
   static thread_local std::vector<T*> dst;
   dst.resize(out.size());
   for (std::size_t k = 0; k < out.size(); ++k) dst[k] = out[k].data.data();
-  if (!aliased) {
-    engine->run<T, M>(operand, dst);
-    return;
-  }
-  // The pieces go to scratch blocks, then to `out` (zeros where no piece goes).
-  std::size_t total = 0;
-  for (const auto& o : out) total += o.data.size();
-  const auto scratch = cached_view<Kokkos::View<T*, M>>("darray::aliased output", total);
-  std::vector<T*> staged(out.size());
-  for (std::size_t k = 0, at = 0; k < out.size(); at += out[k].data.size(), ++k) staged[k] = scratch.data() + at;
-  engine->run<T, M>(operand, staged);
-  for (std::size_t k = 0; k < out.size(); ++k) {
-    const auto n = static_cast<int64_t>(out[k].data.size());
-    if (plan.targets[k].zero_fill)
-      fill_kernel(space, dst[k], n, T{});
-    else
-      copy_kernel(space, dst[k], static_cast<const T*>(staged[k]), n);
-  }
-  detail::fence(space);
+  engine->run<T, M>(operand, dst);
 }
 
 // The result of the plan on operand a (rank R may differ from N: all_gather stacked), in fresh blocks.
@@ -444,6 +422,13 @@ template <int R, class T, int N, class M>
 void execute_plan(const char* api, const CollectiveSchedule& plan, const DistributedArray<T, N, M>& a, bool reduction,
                   ReduceOp op, DistributedArray<T, R, M>& out, const MoveEngine* engine) {
   check_kept_output(api, plan, out);
+  if (shares_a_block(out.addressable_shards(), a.addressable_shards())) {
+    // psum(a, axis, a), ppermute(a, axis, perm, a): the result goes to fresh blocks first, so every operand block
+    // is read before a block of `out` is written.
+    const auto fresh = execute_plan<R>(api, plan, a, reduction, op, engine);
+    copy_blocks(default_instance<typename M::execution_space>(), out.addressable_shards(), fresh.addressable_shards());
+    return;
+  }
   // The shards' views share their data: writing through them writes `out`.
   execute_plan_into<R>(api, plan, a, reduction, op, out.addressable_shards(), /*fresh=*/false, engine);
 }
