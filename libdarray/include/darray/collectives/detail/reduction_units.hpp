@@ -16,7 +16,6 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <map>
 #include <utility>
 #include <vector>
 
@@ -54,6 +53,10 @@ inline ReductionUnits reduction_units(const AxisGroups& groups, const NamedShard
     out.components = process_components(groups, process_count, me);
     return out;
   }
+  int64_t class_count = 1;
+  for (int a = 0; a < mesh.ndim(); ++a)
+    if (in_spec[static_cast<std::size_t>(a)] && !reduced[static_cast<std::size_t>(a)])
+      class_count *= mesh.shape()[static_cast<std::size_t>(a)];
   std::vector<int64_t> class_of(static_cast<std::size_t>(group_count));
   std::vector<int> process_of(static_cast<std::size_t>(group_count * n));  // [group * n + member]
   for (int64_t pos = 0; pos < mesh.size(); ++pos) {
@@ -65,32 +68,29 @@ inline ReductionUnits reduction_units(const AxisGroups& groups, const NamedShard
     class_of[static_cast<std::size_t>(g)] = c;
     process_of[static_cast<std::size_t>(g * n + groups.member(pos))] = groups.process(pos);
   }
-  std::map<int64_t, std::vector<int64_t>> classes;  // class -> its groups, ascending
-  for (int64_t g = 0; g < group_count; ++g) classes[class_of[static_cast<std::size_t>(g)]].push_back(g);
+  std::vector<std::vector<int64_t>> classes(static_cast<std::size_t>(class_count));  // each class's groups, ascending
+  for (int64_t g = 0; g < group_count; ++g)
+    classes[static_cast<std::size_t>(class_of[static_cast<std::size_t>(g)])].push_back(g);
 
-  // Merges the units of `from` (unit ids) of a class into the smallest of them.
-  auto merge = [&](const std::vector<int64_t>& members, const std::vector<int64_t>& from) {
-    const int64_t into = *std::min_element(from.begin(), from.end());
-    for (const int64_t g : members) {
-      int64_t& u = out.unit[static_cast<std::size_t>(g)];
-      if (std::find(from.begin(), from.end(), u) != from.end()) u = into;
-    }
-  };
+  // Colors are process indices (the smallest of each component's), so per-component tables are indexed by them.
+  const auto procs = static_cast<std::size_t>(process_count);
+  std::vector<int> size_of(procs), rank(procs);
+  std::vector<int64_t> total(procs), offset(static_cast<std::size_t>(group_count));
+  std::vector<int64_t> redirect(static_cast<std::size_t>(group_count), -1);  // unit -> the unit it merges into
+  std::vector<std::pair<int, int64_t>> units;                                // (component, unit) of one class
+  std::vector<int64_t> firsts;
   for (;;) {
     out.components = process_components(groups, process_count, me, out.unit);
     const ProcessComponents& comps = out.components;
     // Component sizes, each process's rank in its component, and each unit's slot offset in its component's buffer
     // (slots in unit order, as build_reduce_plan lays them out).
-    std::map<int, int> size_of;
-    std::vector<int> rank(static_cast<std::size_t>(process_count), 0);
-    for (int p = 0; p < process_count; ++p)
-      if (!comps.colors.empty())
-        rank[static_cast<std::size_t>(p)] = size_of[comps.colors[static_cast<std::size_t>(p)]]++;
-    std::map<int, int64_t> total;
-    std::vector<int64_t> offset(static_cast<std::size_t>(group_count), 0);
+    std::fill(size_of.begin(), size_of.end(), 0);
+    std::fill(total.begin(), total.end(), 0);
+    if (!comps.colors.empty())
+      for (std::size_t p = 0; p < procs; ++p) rank[p] = size_of[static_cast<std::size_t>(comps.colors[p])]++;
     for (int64_t g = 0; g < group_count; ++g)
       if (out.unit[static_cast<std::size_t>(g)] == g) {
-        int64_t& t = total[comps.group_component[static_cast<std::size_t>(g)]];
+        int64_t& t = total[static_cast<std::size_t>(comps.group_component[static_cast<std::size_t>(g)])];
         offset[static_cast<std::size_t>(g)] = t;
         t += volume[static_cast<std::size_t>(g)];
       }
@@ -98,7 +98,7 @@ inline ReductionUnits reduction_units(const AxisGroups& groups, const NamedShard
     // of each member's process (two ranks: which members share one); from three ranks on (an MPI_Allreduce may cut
     // the buffer into pieces reduced in different orders), the slot's offset and the buffer's length too.
     auto signature = [&](int64_t u) {
-      const int color = comps.group_component[static_cast<std::size_t>(u)];
+      const auto color = static_cast<std::size_t>(comps.group_component[static_cast<std::size_t>(u)]);
       const int c = comps.colors.empty() ? 1 : size_of[color];
       std::vector<int64_t> sig{c};
       if (c == 1) return sig;
@@ -111,30 +111,44 @@ inline ReductionUnits reduction_units(const AxisGroups& groups, const NamedShard
       }
       return sig;
     };
+    // Every class is settled against these components; a merge joins components (or moves slots), so the loop
+    // runs again until no class changes. A merge decided on components that a later merge changes is still right
+    // (one unit always agrees), at worst a larger allreduce than needed.
     bool changed = false;
-    for (const auto& [c, members] : classes) {
-      (void)c;
-      std::map<int, std::vector<int64_t>> units_in;  // component -> the class's units in it
+    for (const std::vector<int64_t>& members : classes) {
+      if (members.size() < 2) continue;
+      units.clear();
+      for (const int64_t g : members)
+        if (out.unit[static_cast<std::size_t>(g)] == g)
+          units.emplace_back(comps.group_component[static_cast<std::size_t>(g)], g);
+      std::sort(units.begin(), units.end());
+      bool merged = false;
+      firsts.clear();
+      // Units of the class in one component become one unit: it costs less (one slot) and agrees.
+      for (std::size_t k = 0; k < units.size(); ++k) {
+        if (k > 0 && units[k].first == units[k - 1].first) {
+          redirect[static_cast<std::size_t>(units[k].second)] = firsts.back();
+          merged = true;
+        } else {
+          firsts.push_back(units[k].second);
+        }
+      }
+      if (!merged && firsts.size() > 1) {
+        const std::vector<int64_t> first = signature(firsts.front());
+        for (std::size_t k = 1; k < firsts.size() && !merged; ++k) merged = signature(firsts[k]) != first;
+        if (merged) {
+          const int64_t into = *std::min_element(firsts.begin(), firsts.end());
+          for (const int64_t u : firsts)
+            if (u != into) redirect[static_cast<std::size_t>(u)] = into;
+        }
+      }
+      if (!merged) continue;
       for (const int64_t g : members) {
-        const int64_t u = out.unit[static_cast<std::size_t>(g)];
-        if (u == g) units_in[comps.group_component[static_cast<std::size_t>(g)]].push_back(u);
+        int64_t& u = out.unit[static_cast<std::size_t>(g)];
+        if (redirect[static_cast<std::size_t>(u)] >= 0) u = redirect[static_cast<std::size_t>(u)];
       }
-      std::vector<int64_t> all;
-      for (const auto& [color, units] : units_in) {
-        (void)color;
-        if (units.size() > 1) {
-          merge(members, units);  // one component: one unit costs less and agrees
-          changed = true;
-        }
-        all.push_back(units.front());
-      }
-      if (changed || all.size() < 2) continue;
-      const std::vector<int64_t> first = signature(all.front());
-      for (std::size_t k = 1; k < all.size() && !changed; ++k)
-        if (signature(all[k]) != first) {
-          merge(members, all);
-          changed = true;
-        }
+      for (const int64_t g : members) redirect[static_cast<std::size_t>(g)] = -1;
+      changed = true;
     }
     if (!changed) return out;
   }
