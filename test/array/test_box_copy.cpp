@@ -147,6 +147,24 @@ TEST_CASE("copy_bytes copies exactly the bytes asked for, at every gap near a 4 
   }
 }
 
+TEST_CASE("copy_bytes copies up to 16 bytes inline exactly, at every size and alignment") {
+  // Two overlapping 8-byte loads and stores from 8 to 16 bytes, a byte loop below: neither may touch a byte outside
+  // [dst, dst + bytes), whatever the sizes and alignments.
+  std::vector<unsigned char> src(64), dst(96);
+  std::iota(src.begin(), src.end(), static_cast<unsigned char>(11));
+  for (std::size_t bytes = 0; bytes <= 17; ++bytes)
+    for (std::size_t s_off = 0; s_off < 16; ++s_off)
+      for (std::size_t d_off = 0; d_off < 16; ++d_off) {
+        std::fill(dst.begin(), dst.end(), static_cast<unsigned char>(0xEE));
+        copy_bytes(dst.data() + 32 + d_off, src.data() + s_off, bytes);
+        INFO("bytes " << bytes << " src offset " << s_off << " dst offset " << d_off);
+        REQUIRE(std::memcmp(dst.data() + 32 + d_off, src.data() + s_off, bytes) == 0);
+        REQUIRE(std::all_of(dst.data(), dst.data() + 32 + d_off, [](unsigned char c) { return c == 0xEE; }));
+        REQUIRE(std::all_of(dst.data() + 32 + d_off + bytes, dst.data() + dst.size(),
+                            [](unsigned char c) { return c == 0xEE; }));
+      }
+}
+
 TEST_CASE("copy_box with and without streaming stores matches an element-by-element copy") {
   std::mt19937_64 rng(5);
   for (int trial = 0; trial < 400; ++trial) {

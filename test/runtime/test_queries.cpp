@@ -138,3 +138,18 @@ TEST_CASE("gpu_stream: a CUDA instance's own stream, null for host execution spa
   CHECK(darray::detail::gpu_stream(space) != nullptr);  // Kokkos' own stream, not the legacy default stream
 #endif
 }
+
+TEST_CASE("written_asynchronously: memory a GPU's kernels can reach, never host memory on a host-only build") {
+  using darray::detail::written_asynchronously;
+#if defined(KOKKOS_ENABLE_HIP) || defined(KOKKOS_ENABLE_SYCL) || defined(KOKKOS_ENABLE_HPX) || \
+    defined(KOKKOS_ENABLE_OPENMPTARGET)
+  CHECK(written_asynchronously<Kokkos::HostSpace>());  // not told apart: every space fenced
+#else
+  CHECK_FALSE(written_asynchronously<Kokkos::HostSpace>());  // Serial, OpenMP, Threads finish a kernel at launch
+#endif
+#if defined(KOKKOS_ENABLE_CUDA)
+  CHECK(written_asynchronously<Kokkos::CudaSpace>());
+  CHECK(written_asynchronously<Kokkos::CudaUVMSpace>());         // host-accessible, and Cuda kernels write it
+  CHECK(written_asynchronously<Kokkos::CudaHostPinnedSpace>());  // the same
+#endif
+}

@@ -62,7 +62,7 @@ DistributedArray<T, N, MemorySpace> zeros(const Shape& shape, const NamedShardin
   detail::check_array_args<N>("zeros", shape, sharding);
   const auto devs = detail::process_device_blocks(sharding, shape, process_index());
   auto shards = detail::allocate_shards_agreed<T, N, MemorySpace>(devs, /*initialize=*/true);
-  detail::fence_all();  // Kokkos' zero fill may still run; MPI may read the shards next
+  detail::fence_writers_of<MemorySpace>();  // Kokkos' zero fill may still run; MPI may read the shards next
   return detail::adopt_shards<T, N, MemorySpace>(shape, sharding, std::move(shards));
 }
 
@@ -73,7 +73,7 @@ DistributedArray<T, N, MemorySpace> full(const Shape& shape, const T& value, con
   const auto devs = detail::process_device_blocks(sharding, shape, process_index());
   auto shards = detail::allocate_shards_agreed<T, N, MemorySpace>(devs, /*initialize=*/false);
   for (const auto& s : shards) Kokkos::deep_copy(s.data, value);
-  detail::fence_all();
+  detail::fence_writers_of<MemorySpace>();
   return detail::adopt_shards<T, N, MemorySpace>(shape, sharding, std::move(shards));
 }
 
@@ -85,7 +85,7 @@ DistributedArray<T, N, MemorySpace> iota(const Shape& shape, const NamedSharding
   const auto devs = detail::process_device_blocks(sharding, shape, process_index());
   auto shards = detail::allocate_shards_agreed<T, N, MemorySpace>(devs, /*initialize=*/false);
   for (const auto& s : shards) detail::fill_iota<N>(s.data, s.index, shape);
-  detail::fence_all();  // the kernels are asynchronous on GPUs; MPI may read the shards next
+  detail::fence_writers_of<MemorySpace>();  // the kernels are asynchronous on GPUs; MPI may read the shards next
   return detail::adopt_shards<T, N, MemorySpace>(shape, sharding, std::move(shards));
 }
 

@@ -24,7 +24,7 @@ std::vector<T> process_allgather(const DistributedArray<T, N, MemorySpace>& a) {
   const int me = process_index();
   const Index whole = full_index(a.shape());
   const auto all = detail::device_blocks_by_process(a.sharding(), a.shape(), process_count());
-  detail::fence_all();  // kernels that wrote the shards may still run
+  detail::fence_writers_of<MemorySpace>();  // kernels that wrote the shards may still run
   std::vector<T> out(static_cast<std::size_t>(a.size()));
   detail::StagingBuffer<T> staging;
   for (int p = 0; p < process_count(); ++p) {
@@ -62,7 +62,7 @@ std::vector<T> gather_to_root(const DistributedArray<T, N, MemorySpace>& a, int 
   detail::check_root(api, root);
   detail::check_collective<T, N>(api, a.shape(), a.sharding(), root);
   const int me = process_index();
-  detail::fence_all();  // kernels that wrote the shards may still run
+  detail::fence_writers_of<MemorySpace>();  // kernels that wrote the shards may still run
   detail::StagingBuffer<T> staging;
   if (me != root) {
     const auto blocks = detail::replica0_blocks(detail::process_device_blocks(a.sharding(), a.shape(), me));

@@ -77,7 +77,7 @@ template <class T, int N, class MemorySpace>
 std::vector<T> global_array_to_host_local(const DistributedArray<T, N, MemorySpace>& a) {
   constexpr const char* api = "global_array_to_host_local";
   const Index box = detail::checked_process_box(api, a.sharding(), a.shape(), process_count(), process_index());
-  detail::fence_all();  // kernels that wrote the shards may still run
+  detail::fence_writers_of<MemorySpace>();  // kernels that wrote the shards may still run
   std::vector<T> out(static_cast<std::size_t>(volume(box)));
   const auto devs = detail::process_device_blocks(a.sharding(), a.shape(), process_index());
   detail::StagingBuffer<T> staging;

@@ -56,7 +56,8 @@ void save_npy(const std::string& path, const DistributedArray<T, N, MemorySpace>
   for (const auto& s : array.addressable_shards())
     if (s.replica_id == 0 && volume(s.index) > 0) blocks.add(s.data.data(), array.shape(), s.index);
   const int rounds = detail::agreed_rounds(blocks.size(), comm);
-  detail::fence_all();  // kernels that fill the shards may still run (asynchronous on GPUs); MPI reads them next
+  detail::fence_writers_of<MemorySpace>();  // kernels that fill the shards may still run (asynchronous on GPUs); MPI
+                                            // reads them next
 
   // Written to a temporary beside the target and renamed over it only once complete (see file_replace.hpp).
   const detail::FileReplacement out = detail::prepare_replacement(api, path, comm);
@@ -124,7 +125,7 @@ DistributedArray<T, N, MemorySpace> load_npy(const std::string& path, const Name
   }
   latch.agree(comm);
   for (const detail::Block& b : distinct) detail::fill_replicas(shards, b);
-  detail::fence_all();
+  detail::fence_writers_of<MemorySpace>();
   return detail::adopt_shards<T, N, MemorySpace>(shape, sharding, std::move(shards));
 }
 

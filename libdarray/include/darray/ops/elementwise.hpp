@@ -37,7 +37,7 @@ DistributedArray<detail::map_result_t<F, T>, N, M> map(const DistributedArray<T,
       Kokkos::parallel_for(
           kernel_name, detail::FlatPolicy<Exec>(0, n), KOKKOS_LAMBDA(const int64_t i) { out[i] = f(in[i]); });
   }
-  detail::fence_all();  // asynchronous on GPUs; MPI may read the result next
+  detail::fence_writers_of<M>();  // asynchronous on GPUs; MPI may read the result next
   return detail::adopt_like(a, std::move(shards));
 }
 
@@ -59,7 +59,7 @@ DistributedArray<map_result_t<F, T, S>, N, M> map2(const char* api, const Distri
       Kokkos::parallel_for(
           kernel_name, FlatPolicy<Exec>(0, n), KOKKOS_LAMBDA(const int64_t i) { out[i] = f(x[i], y[i]); });
   }
-  detail::fence_all();
+  detail::fence_writers_of<M>();
   return adopt_like(a, std::move(shards));
 }
 }  // namespace detail
@@ -91,7 +91,7 @@ DistributedArray<detail::map_result_t<F, GlobalIndex<N>, T>, N, M> map_indexed(c
           kernel_name, detail::FlatPolicy<Exec>(0, n),
           KOKKOS_LAMBDA(const int64_t i) { out[i] = f(g.global_index(i), in[i]); });
   }
-  detail::fence_all();
+  detail::fence_writers_of<M>();
   return detail::adopt_like(a, std::move(shards));
 }
 
@@ -108,7 +108,7 @@ void for_each(const DistributedArray<T, N, M>& a, F f) {
       Kokkos::parallel_for(
           kernel_name, detail::FlatPolicy<Exec>(0, n), KOKKOS_LAMBDA(const int64_t i) { f(data[i]); });
   }
-  detail::fence_all();
+  detail::fence_writers_of<M>();
 }
 
 // f(index, x) on every element in place, with its global index as in map_indexed.
@@ -125,7 +125,7 @@ void for_each_indexed(const DistributedArray<T, N, M>& a, F f) {
           kernel_name, detail::FlatPolicy<Exec>(0, n),
           KOKKOS_LAMBDA(const int64_t i) { f(g.global_index(i), data[i]); });
   }
-  detail::fence_all();
+  detail::fence_writers_of<M>();
 }
 
 // Arithmetic as jax.numpy's, element by element, on arrays of one element type (convert with astype first).

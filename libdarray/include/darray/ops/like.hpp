@@ -24,7 +24,7 @@ template <class U = void, class T, int N, class M>
 auto zeros_like(const DistributedArray<T, N, M>& a) {
   using V = std::conditional_t<std::is_void<U>::value, T, U>;
   auto out = detail::adopt_like(a, detail::shards_like<V>(a, "darray::zeros_like", true));
-  detail::fence_all();  // Kokkos' zero fill may still run
+  detail::fence_writers_of<M>();  // Kokkos' zero fill may still run
   return out;
 }
 
@@ -33,7 +33,7 @@ template <class T, int N, class M>
 DistributedArray<T, N, M> full_like(const DistributedArray<T, N, M>& a, detail::type_identity_t<T> value) {
   auto shards = detail::shards_like<T>(a, "darray::full_like", false);
   for (const auto& s : shards) Kokkos::deep_copy(s.data, value);
-  detail::fence_all();
+  detail::fence_writers_of<M>();
   return detail::adopt_like(a, std::move(shards));
 }
 
@@ -43,7 +43,7 @@ template <class T, int N, class M>
 DistributedArray<T, N, M> copy(const DistributedArray<T, N, M>& a) {
   auto shards = detail::shards_like<T>(a, "darray::copy", false);
   for (std::size_t k = 0; k < shards.size(); ++k) Kokkos::deep_copy(shards[k].data, a.addressable_shards()[k].data);
-  detail::fence_all();
+  detail::fence_writers_of<M>();
   return detail::adopt_like(a, std::move(shards));
 }
 

@@ -105,7 +105,7 @@ DistributedArray<Acc, N - 1, M> reduce_along(const char* api, const DistributedA
     reduce_block_along<op, Acc, Exec>(s.data.data(), view.data(), outer, in[d], inner, ident);
     shards.push_back(Shard<Acc, N - 1, M>{s.device, std::move(index), rs.replica_id(s.device), view});
   }
-  detail::fence_all();
+  detail::fence_writers_of<M>();
   DistributedArray<Acc, N - 1, M> partial = detail::adopt_shards<Acc, N - 1, M>(rshape, rs, std::move(shards));
   if (mesh_axes.empty()) return partial;
   if constexpr (op == ArrayOp::sum) {

@@ -71,7 +71,7 @@ void run_reshard_engine(const ReshardPlan& plan, const DistributedArray<T, N, M>
     DARRAY_THROW_IF(src[k] == nullptr && in.size() > 0, InvalidArgument, "reshard",
                     "the array has no shard for device " << e.device_ids[k] << " of its mesh");
   }
-  if (!host_accessible_v<M>) detail::fence_all();  // kernels that wrote the input may still run
+  detail::fence_writers_of<M>();  // kernels that wrote the input may still run
   e.engine.run<T, M>(src, dst);
 }
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "darray/array/detail/host_loop.hpp"
+#include "darray/array/detail/stream_copy.hpp"
 #include "darray/array/dtype.hpp"
 #include "darray/comm/detail/mpi_types.hpp"
 #include "darray/runtime/detail/mpi.hpp"
@@ -234,7 +235,7 @@ template <class T, class Exec>
 void copy_kernel(const Exec& space, T* dst, const T* src, int64_t n) {
   if (n == 0) return;
   if (loop_inline<T, Exec>(n)) {
-    std::memcpy(static_cast<void*>(dst), static_cast<const void*>(src), static_cast<std::size_t>(n) * sizeof(T));
+    copy_bytes(static_cast<void*>(dst), static_cast<const void*>(src), static_cast<std::size_t>(n) * sizeof(T));
     return;
   }
   static const std::string kernel_name = "darray::collective_copy";  // kokkos_compat.hpp: built once

@@ -148,7 +148,7 @@ void reduce_across(MPI_Comm comm, const T* send, T* data, ReduceOp op, const Col
 // dst = the combination of the slot's local blocks (the identity when it has none). Not fenced.
 template <class T, class Exec>
 void combine_slot(const Exec& space, const Slot& slot, const std::vector<const T*>& operand, ReduceOp op, T* dst) {
-  const int64_t n = volume(slot.shape);
+  const int64_t n = slot.elements;
   if (slot.members.empty()) {
     fill_kernel(space, dst, n, reduce_identity<T>(op));
     return;
@@ -185,15 +185,15 @@ bool reduce_in_result_blocks(const Exec& space, const CollectiveSchedule& plan, 
       continue;
     }
     combine_slot(space, slot, operand, op, dst);
-    detail::fence(space);
+    if constexpr (written_asynchronously<M>()) detail::fence(space);  // the host reads dst next (MPI, the copies)
     if (across) reduce_across<T>(comm, nullptr, dst, op, plan);
   }
-  for (const Copy& c : plan.copies) {
+  for (const Copy& c : plan.copies) {  // each a whole slot (plan.slot_block)
     T* dst = out[c.target].data.data();
     const T* src = first[static_cast<std::size_t>(c.source)];
     if (dst != src)
       copy_bytes(static_cast<void*>(dst), static_cast<const void*>(src),
-                 static_cast<std::size_t>(volume(c.extent)) * sizeof(T));
+                 static_cast<std::size_t>(plan.slots[static_cast<std::size_t>(c.source)].elements) * sizeof(T));
   }
   return true;
 }
@@ -359,7 +359,7 @@ void execute_plan_into(const char* api, const CollectiveSchedule& plan, const Di
   (void)api;
   using Exec = typename M::execution_space;
   const Exec& space = default_instance<Exec>();
-  detail::fence_all();  // kernels that wrote the operand may still run
+  detail::fence_writers_of<M>();  // kernels that wrote the operand may still run
   const std::vector<const T*>& operand = operand_blocks(plan, a);
   // Blocks no piece writes are zeroed: fill_kernel, not Kokkos::deep_copy (Kokkos 4's fences there build their names
   // on the heap). A fresh block is zero already, and most plans have none (any_zero_fill saves the scan).

@@ -76,6 +76,7 @@ struct Piece {
 struct Slot {
   int64_t group = 0;                 // the unit's first group
   Shape shape;                       // its block shape
+  int64_t elements = 0;              // volume(shape), counted once for the calls
   int64_t offset = 0;                // elements into the slot buffer
   std::vector<std::size_t> members;  // this process's devices in that group (positions in targets), in member order
 };

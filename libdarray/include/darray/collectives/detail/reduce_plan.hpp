@@ -87,8 +87,8 @@ inline CollectiveSchedule build_reduce_plan(const char* api, const NamedSharding
   for (std::size_t g = 0; g < group_shape.size(); ++g) {
     if (comps.group_component[g] != my_color || units.unit[g] != static_cast<int64_t>(g)) continue;
     slot_of.emplace(static_cast<int64_t>(g), plan.slots.size());
-    plan.slots.push_back(Slot{static_cast<int64_t>(g), group_shape[g], plan.slot_elements, {}});
-    plan.slot_elements += volume(group_shape[g]);
+    plan.slots.push_back(Slot{static_cast<int64_t>(g), group_shape[g], volumes[g], plan.slot_elements, {}});
+    plan.slot_elements += volumes[g];
   }
 
   const std::vector<int64_t> positions = add_targets(plan);
