@@ -20,7 +20,7 @@ namespace darray {
 namespace detail {
 // The cached plan of all_gather(a, axis, dim, tiled | stacked), after the call's checks.
 template <class T, int N, class M, int R>
-CollectivePlan<T, N, M, R> all_gather_plan(const DistributedArray<T, N, M>& a, const std::string& axis, int dim) {
+CollectiveCall<T, N, M, R> all_gather_call(const DistributedArray<T, N, M>& a, const std::string& axis, int dim) {
   constexpr const char* api = "all_gather";
   constexpr bool stacked = R == N + 1;
   auto args = checked_call_args(
@@ -28,10 +28,9 @@ CollectivePlan<T, N, M, R> all_gather_plan(const DistributedArray<T, N, M>& a, c
   const int x = resolve_axis(api, a.sharding().mesh(), axis);
   const int d = normalize_dim(api, "dim", dim, R);
   const auto code = stacked ? CollectiveCode::all_gather_stacked : CollectiveCode::all_gather;
-  auto plan = cached_plan(plan_lookup_key(code, a.sharding(), a.shape(), {x, d}),
-                          [&] { return build_all_gather_plan(a.sharding(), a.shape(), x, d, stacked); });
-  return CollectivePlanAccess::wrap<T, N, M, R>(api, std::move(plan), /*reduction=*/false, ReduceOp::sum,
-                                                std::move(args));
+  const auto& plan = cached_plan(plan_lookup_key(code, a.sharding(), a.shape(), {x, d}),
+                                 [&] { return build_all_gather_plan(a.sharding(), a.shape(), x, d, stacked); });
+  return {api, plan, /*reduction=*/false, ReduceOp::sum, std::move(args)};
 }
 }  // namespace detail
 
@@ -41,20 +40,20 @@ CollectivePlan<T, N, M, R> all_gather_plan(const DistributedArray<T, N, M>& a, c
 // Collective over all processes.
 template <class T, int N, class M>
 DistributedArray<T, N, M> all_gather(const DistributedArray<T, N, M>& a, const std::string& axis, int dim, tiled_t) {
-  return detail::CollectivePlanAccess::run(detail::all_gather_plan<T, N, M, N>(a, axis, dim), a);
+  return detail::CollectivePlanAccess::run(detail::all_gather_call<T, N, M, N>(a, axis, dim), a);
 }
 
 // The same into `out`, an array shaped and sharded as the result (e.g. a previous call's): no allocation.
 template <class T, int N, class M>
 void all_gather(const DistributedArray<T, N, M>& a, const std::string& axis, int dim, tiled_t,
                 DistributedArray<T, N, M>& out) {
-  detail::CollectivePlanAccess::run(detail::all_gather_plan<T, N, M, N>(a, axis, dim), a, out);
+  detail::CollectivePlanAccess::run(detail::all_gather_call<T, N, M, N>(a, axis, dim), a, out);
 }
 
 // The plan of all_gather(a, axis, dim, tiled), for execute (collectives/plan.hpp).
 template <class T, int N, class M>
 CollectivePlan<T, N, M> all_gather_plan(const DistributedArray<T, N, M>& a, const std::string& axis, int dim, tiled_t) {
-  return detail::all_gather_plan<T, N, M, N>(a, axis, dim);
+  return detail::CollectivePlanAccess::hold(detail::all_gather_call<T, N, M, N>(a, axis, dim));
 }
 
 // stacked: a new dim of size n (the axis size) inserted at `dim`, 0 .. N (negative counts from the end of the
@@ -65,7 +64,7 @@ template <class T, int N, class M>
 DistributedArray<T, N + 1, M> all_gather(const DistributedArray<T, N, M>& a, const std::string& axis, int dim,
                                          stacked_t) {
   static_assert(N < 8, "all_gather(stacked): the result would have more than 8 dims (Kokkos' limit)");
-  return detail::CollectivePlanAccess::run(detail::all_gather_plan<T, N, M, N + 1>(a, axis, dim), a);
+  return detail::CollectivePlanAccess::run(detail::all_gather_call<T, N, M, N + 1>(a, axis, dim), a);
 }
 
 // The same into `out`, an array shaped and sharded as the result (e.g. a previous call's): no allocation.
@@ -73,7 +72,7 @@ template <class T, int N, class M>
 void all_gather(const DistributedArray<T, N, M>& a, const std::string& axis, int dim, stacked_t,
                 DistributedArray<T, N + 1, M>& out) {
   static_assert(N < 8, "all_gather(stacked): the result would have more than 8 dims (Kokkos' limit)");
-  detail::CollectivePlanAccess::run(detail::all_gather_plan<T, N, M, N + 1>(a, axis, dim), a, out);
+  detail::CollectivePlanAccess::run(detail::all_gather_call<T, N, M, N + 1>(a, axis, dim), a, out);
 }
 
 // The plan of all_gather(a, axis, dim, stacked), for execute (collectives/plan.hpp).
@@ -81,7 +80,7 @@ template <class T, int N, class M>
 CollectivePlan<T, N, M, N + 1> all_gather_plan(const DistributedArray<T, N, M>& a, const std::string& axis, int dim,
                                                stacked_t) {
   static_assert(N < 8, "all_gather(stacked): the result would have more than 8 dims (Kokkos' limit)");
-  return detail::all_gather_plan<T, N, M, N + 1>(a, axis, dim);
+  return detail::CollectivePlanAccess::hold(detail::all_gather_call<T, N, M, N + 1>(a, axis, dim));
 }
 
 }  // namespace darray

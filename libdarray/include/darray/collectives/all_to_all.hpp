@@ -23,34 +23,40 @@ namespace darray {
 // transpose. E.g. shape (4, 8) sharded P(none, "x") on 2 devices with split_dim 0, concat_dim 1 gives the same
 // (4, 8) values sharded P("x", none). Only the tiled form exists, for the reason given at psum_scatter.
 // Collective over all processes. all_to_all_plan: the plan of the call, for execute (collectives/plan.hpp).
+namespace detail {
+template <class T, int N, class M>
+CollectiveCall<T, N, M, N> all_to_all_call(const DistributedArray<T, N, M>& a, const std::string& axis, int split_dim,
+                                           int concat_dim) {
+  constexpr const char* api = "all_to_all";
+  auto args = checked_call_args(api, a, [&] {
+    return "\"" + axis + "\", split_dim=" + std::to_string(split_dim) + ", concat_dim=" + std::to_string(concat_dim);
+  });
+  const int x = resolve_axis(api, a.sharding().mesh(), axis);
+  const int s = normalize_dim(api, "split_dim", split_dim, N);
+  const int c = normalize_dim(api, "concat_dim", concat_dim, N);
+  const auto& plan = cached_plan(plan_lookup_key(CollectiveCode::all_to_all, a.sharding(), a.shape(), {x, s, c}),
+                                 [&] { return build_all_to_all_plan(a.sharding(), a.shape(), x, s, c); });
+  return {api, plan, /*reduction=*/false, ReduceOp::sum, std::move(args)};
+}
+}  // namespace detail
+
 template <class T, int N, class M>
 CollectivePlan<T, N, M> all_to_all_plan(const DistributedArray<T, N, M>& a, const std::string& axis, int split_dim,
                                         int concat_dim, tiled_t = tiled) {
-  constexpr const char* api = "all_to_all";
-  auto args = detail::checked_call_args(api, a, [&] {
-    return "\"" + axis + "\", split_dim=" + std::to_string(split_dim) + ", concat_dim=" + std::to_string(concat_dim);
-  });
-  const int x = detail::resolve_axis(api, a.sharding().mesh(), axis);
-  const int s = detail::normalize_dim(api, "split_dim", split_dim, N);
-  const int c = detail::normalize_dim(api, "concat_dim", concat_dim, N);
-  auto plan = detail::cached_plan(
-      detail::plan_lookup_key(detail::CollectiveCode::all_to_all, a.sharding(), a.shape(), {x, s, c}),
-      [&] { return detail::build_all_to_all_plan(a.sharding(), a.shape(), x, s, c); });
-  return detail::CollectivePlanAccess::wrap<T, N, M, N>(api, std::move(plan), /*reduction=*/false,
-                                                        detail::ReduceOp::sum, std::move(args));
+  return detail::CollectivePlanAccess::hold(detail::all_to_all_call(a, axis, split_dim, concat_dim));
 }
 
 template <class T, int N, class M>
 DistributedArray<T, N, M> all_to_all(const DistributedArray<T, N, M>& a, const std::string& axis, int split_dim,
                                      int concat_dim, tiled_t = tiled) {
-  return detail::CollectivePlanAccess::run(all_to_all_plan(a, axis, split_dim, concat_dim), a);
+  return detail::CollectivePlanAccess::run(detail::all_to_all_call(a, axis, split_dim, concat_dim), a);
 }
 
 // The same into `out`, an array shaped and sharded as the result (e.g. a previous call's): no allocation.
 template <class T, int N, class M>
 void all_to_all(const DistributedArray<T, N, M>& a, const std::string& axis, int split_dim, int concat_dim,
                 DistributedArray<T, N, M>& out) {
-  detail::CollectivePlanAccess::run(all_to_all_plan(a, axis, split_dim, concat_dim), a, out);
+  detail::CollectivePlanAccess::run(detail::all_to_all_call(a, axis, split_dim, concat_dim), a, out);
 }
 
 }  // namespace darray

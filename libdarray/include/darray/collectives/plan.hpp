@@ -64,6 +64,18 @@ class CollectivePlan {
 
 namespace detail {
 
+// A collective's cached plan as its own call uses it, after the call's checks: the cache's pointer (valid until the
+// next plan lookup), so a call whose plan is cached counts no reference; CollectivePlanAccess::hold makes the
+// public plan of it. args: the call's arguments as text (null unless DARRAY_CHECK is on).
+template <class T, int N, class M, int R>
+struct CollectiveCall {
+  const char* api;
+  const std::shared_ptr<const CollectiveSchedule>& plan;
+  bool reduction;
+  ReduceOp op;
+  std::shared_ptr<const std::string> args;
+};
+
 // Makes plans and runs them; the collectives' calls run their plan here without the DARRAY_CHECK comparison,
 // which their plan function has made already.
 struct CollectivePlanAccess {
@@ -96,11 +108,28 @@ struct CollectivePlanAccess {
     execute_plan<R>(plan.m_api, *plan.m_plan, a, plan.m_reduction, plan.m_op, out, plan.m_engine);
   }
 
-  // The public plan around a cached plan; args: the call's arguments as text (null unless DARRAY_CHECK is on).
+  // A call's cached plan run as the call: into fresh blocks, or into `out`.
   template <class T, int N, class M, int R>
-  static CollectivePlan<T, N, M, R> wrap(const char* api, std::shared_ptr<const detail::CollectiveSchedule> plan,
-                                         bool reduction, ReduceOp op, std::shared_ptr<const std::string> args) {
-    return CollectivePlan<T, N, M, R>(api, std::move(plan), reduction, op, std::move(args));
+  static DistributedArray<T, R, M> run(const CollectiveCall<T, N, M, R>& call, const DistributedArray<T, N, M>& a) {
+    return execute_plan<R>(call.api, *call.plan, a, call.reduction, call.op, engine_of<T>(call));
+  }
+
+  template <class T, int N, class M, int R>
+  static void run(const CollectiveCall<T, N, M, R>& call, const DistributedArray<T, N, M>& a,
+                  DistributedArray<T, R, M>& out) {
+    execute_plan<R>(call.api, *call.plan, a, call.reduction, call.op, out, engine_of<T>(call));
+  }
+
+  // The public plan of a call: it shares the cached plan.
+  template <class T, int N, class M, int R>
+  static CollectivePlan<T, N, M, R> hold(CollectiveCall<T, N, M, R>&& call) {
+    return CollectivePlan<T, N, M, R>(call.api, call.plan, call.reduction, call.op, std::move(call.args));
+  }
+
+ private:
+  template <class T, int N, class M, int R>
+  static const MoveEngine* engine_of(const CollectiveCall<T, N, M, R>& call) {
+    return call.reduction ? nullptr : &collective_engine(*call.plan, sizeof(T));
   }
 };
 

@@ -21,13 +21,14 @@ namespace darray {
 // once as a dest. Source and dest blocks must have equal shapes. The result keeps the operand's shape and sharding.
 // A partial perm over an axis the operand is replicated along is an error: the zeros would make the replicas
 // differ. Collective over all processes. ppermute_plan: the plan of this call, for execute (collectives/plan.hpp).
+namespace detail {
 template <class T, int N, class M>
-CollectivePlan<T, N, M> ppermute_plan(const DistributedArray<T, N, M>& a, const std::string& axis,
-                                      const std::vector<std::pair<int, int>>& perm) {
+CollectiveCall<T, N, M, N> ppermute_call(const DistributedArray<T, N, M>& a, const std::string& axis,
+                                         const std::vector<std::pair<int, int>>& perm) {
   constexpr const char* api = "ppermute";
-  auto args = detail::checked_call_args(api, a, [&] { return "\"" + axis + "\", perm=" + detail::perm_text(perm); });
-  const int x = detail::resolve_axis(api, a.sharding().mesh(), axis);
-  detail::PlanKey& key = detail::plan_lookup_key(detail::CollectiveCode::ppermute, a.sharding(), a.shape(), {x});
+  auto args = checked_call_args(api, a, [&] { return "\"" + axis + "\", perm=" + perm_text(perm); });
+  const int x = resolve_axis(api, a.sharding().mesh(), axis);
+  PlanKey& key = plan_lookup_key(CollectiveCode::ppermute, a.sharding(), a.shape(), {x});
   const std::size_t first = key.params.size();  // filled through a pointer: push_back would reload the vector's end
   key.params.resize(first + 2 * perm.size());
   int64_t* param = key.params.data() + first;
@@ -35,19 +36,25 @@ CollectivePlan<T, N, M> ppermute_plan(const DistributedArray<T, N, M>& a, const 
     *param++ = from;
     *param++ = to;
   }
-  auto plan = detail::cached_plan(key, [&] {
+  const auto& plan = cached_plan(key, [&] {
     std::vector<std::pair<int64_t, int64_t>> pairs;
     for (const auto& [from, to] : perm) pairs.emplace_back(from, to);
-    return detail::build_ppermute_plan(a.sharding(), a.shape(), x, pairs);
+    return build_ppermute_plan(a.sharding(), a.shape(), x, pairs);
   });
-  return detail::CollectivePlanAccess::wrap<T, N, M, N>(api, std::move(plan), /*reduction=*/false,
-                                                        detail::ReduceOp::sum, std::move(args));
+  return {api, plan, /*reduction=*/false, ReduceOp::sum, std::move(args)};
+}
+}  // namespace detail
+
+template <class T, int N, class M>
+CollectivePlan<T, N, M> ppermute_plan(const DistributedArray<T, N, M>& a, const std::string& axis,
+                                      const std::vector<std::pair<int, int>>& perm) {
+  return detail::CollectivePlanAccess::hold(detail::ppermute_call(a, axis, perm));
 }
 
 template <class T, int N, class M>
 DistributedArray<T, N, M> ppermute(const DistributedArray<T, N, M>& a, const std::string& axis,
                                    const std::vector<std::pair<int, int>>& perm) {
-  return detail::CollectivePlanAccess::run(ppermute_plan(a, axis, perm), a);
+  return detail::CollectivePlanAccess::run(detail::ppermute_call(a, axis, perm), a);
 }
 
 // The same into `out`, an array shaped and sharded like `a`: no allocation. `out` may be `a` itself or share blocks
@@ -55,7 +62,7 @@ DistributedArray<T, N, M> ppermute(const DistributedArray<T, N, M>& a, const std
 template <class T, int N, class M>
 void ppermute(const DistributedArray<T, N, M>& a, const std::string& axis, const std::vector<std::pair<int, int>>& perm,
               DistributedArray<T, N, M>& out) {
-  detail::CollectivePlanAccess::run(ppermute_plan(a, axis, perm), a, out);
+  detail::CollectivePlanAccess::run(detail::ppermute_call(a, axis, perm), a, out);
 }
 
 }  // namespace darray

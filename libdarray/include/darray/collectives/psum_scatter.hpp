@@ -22,32 +22,36 @@ namespace darray {
 // (4,) sharded P("x"), the sum of the four blocks, one element per device. Only the tiled form exists: JAX's
 // tiled=False drops `dim`, and with it the only dim along which the differing chunks could be laid out.
 // Collective over all processes. psum_scatter_plan: the plan of the call, for execute (collectives/plan.hpp).
+namespace detail {
+template <class T, int N, class M>
+CollectiveCall<T, N, M, N> psum_scatter_call(const DistributedArray<T, N, M>& a, const std::string& axis, int dim) {
+  constexpr const char* api = "psum_scatter";
+  auto args = checked_call_args(api, a, [&] { return std::string("\"" + axis + "\", dim=" + std::to_string(dim)); });
+  const int x = resolve_axis(api, a.sharding().mesh(), axis);
+  const int d = normalize_dim(api, "dim", dim, N);
+  const auto& plan = cached_plan(plan_lookup_key(CollectiveCode::psum_scatter, a.sharding(), a.shape(), {x, d}),
+                                 [&] { return build_reduce_plan(api, a.sharding(), a.shape(), {x}, d); });
+  return {api, plan, /*reduction=*/true, ReduceOp::sum, std::move(args)};
+}
+}  // namespace detail
+
 template <class T, int N, class M>
 CollectivePlan<T, N, M> psum_scatter_plan(const DistributedArray<T, N, M>& a, const std::string& axis, int dim,
                                           tiled_t = tiled) {
-  constexpr const char* api = "psum_scatter";
-  auto args =
-      detail::checked_call_args(api, a, [&] { return std::string("\"" + axis + "\", dim=" + std::to_string(dim)); });
-  const int x = detail::resolve_axis(api, a.sharding().mesh(), axis);
-  const int d = detail::normalize_dim(api, "dim", dim, N);
-  auto plan = detail::cached_plan(
-      detail::plan_lookup_key(detail::CollectiveCode::psum_scatter, a.sharding(), a.shape(), {x, d}),
-      [&] { return detail::build_reduce_plan(api, a.sharding(), a.shape(), {x}, d); });
-  return detail::CollectivePlanAccess::wrap<T, N, M, N>(api, std::move(plan), /*reduction=*/true, detail::ReduceOp::sum,
-                                                        std::move(args));
+  return detail::CollectivePlanAccess::hold(detail::psum_scatter_call(a, axis, dim));
 }
 
 template <class T, int N, class M>
 DistributedArray<T, N, M> psum_scatter(const DistributedArray<T, N, M>& a, const std::string& axis, int dim,
                                        tiled_t = tiled) {
-  return detail::CollectivePlanAccess::run(psum_scatter_plan(a, axis, dim), a);
+  return detail::CollectivePlanAccess::run(detail::psum_scatter_call(a, axis, dim), a);
 }
 
 // The same into `out`, an array shaped and sharded as the result (e.g. a previous call's): no allocation.
 template <class T, int N, class M>
 void psum_scatter(const DistributedArray<T, N, M>& a, const std::string& axis, int dim,
                   DistributedArray<T, N, M>& out) {
-  detail::CollectivePlanAccess::run(psum_scatter_plan(a, axis, dim), a, out);
+  detail::CollectivePlanAccess::run(detail::psum_scatter_call(a, axis, dim), a, out);
 }
 
 }  // namespace darray

@@ -20,17 +20,17 @@ namespace darray {
 namespace detail {
 
 template <class T, int N, class M>
-CollectivePlan<T, N, M> reduction_plan(CollectiveCode code, ReduceOp op, const DistributedArray<T, N, M>& a,
-                                       const AxisNames& axes) {
+CollectiveCall<T, N, M, N> reduction_call(CollectiveCode code, ReduceOp op, const DistributedArray<T, N, M>& a,
+                                          const AxisNames& axes) {
   const char* api = to_string(op);
   auto args = checked_call_args(api, a, [&] { return quoted_list(axes.names()); });
   PlanKey& key = plan_lookup_key(code, a.sharding(), a.shape());
   resolve_axes(api, a.sharding().mesh(), axes, key.params);
-  auto plan = cached_plan(key, [&] {
+  const auto& plan = cached_plan(key, [&] {
     const std::vector<int> positions(key.params.begin(), key.params.end());
     return build_reduce_plan(api, a.sharding(), a.shape(), positions, -1);
   });
-  return CollectivePlanAccess::wrap<T, N, M, N>(api, std::move(plan), /*reduction=*/true, op, std::move(args));
+  return {api, plan, /*reduction=*/true, op, std::move(args)};
 }
 
 }  // namespace detail
@@ -38,17 +38,20 @@ CollectivePlan<T, N, M> reduction_plan(CollectiveCode code, ReduceOp op, const D
 // The plans of psum, pmax and pmin(a, axes), for execute (collectives/plan.hpp).
 template <class T, int N, class M>
 CollectivePlan<T, N, M> psum_plan(const DistributedArray<T, N, M>& a, const AxisNames& axes) {
-  return detail::reduction_plan(detail::CollectiveCode::psum, detail::ReduceOp::sum, a, axes);
+  return detail::CollectivePlanAccess::hold(
+      detail::reduction_call(detail::CollectiveCode::psum, detail::ReduceOp::sum, a, axes));
 }
 template <class T, int N, class M>
 CollectivePlan<T, N, M> pmax_plan(const DistributedArray<T, N, M>& a, const AxisNames& axes) {
   static_assert(!detail::is_kokkos_complex<T>::value, "pmax: complex numbers have no order; use a real element type");
-  return detail::reduction_plan(detail::CollectiveCode::pmax, detail::ReduceOp::max, a, axes);
+  return detail::CollectivePlanAccess::hold(
+      detail::reduction_call(detail::CollectiveCode::pmax, detail::ReduceOp::max, a, axes));
 }
 template <class T, int N, class M>
 CollectivePlan<T, N, M> pmin_plan(const DistributedArray<T, N, M>& a, const AxisNames& axes) {
   static_assert(!detail::is_kokkos_complex<T>::value, "pmin: complex numbers have no order; use a real element type");
-  return detail::reduction_plan(detail::CollectiveCode::pmin, detail::ReduceOp::min, a, axes);
+  return detail::CollectivePlanAccess::hold(
+      detail::reduction_call(detail::CollectiveCode::pmin, detail::ReduceOp::min, a, axes));
 }
 
 // Sum of the blocks of each group of devices that differ only along `axes`. Blocks of a group must have equal
@@ -56,41 +59,47 @@ CollectivePlan<T, N, M> pmin_plan(const DistributedArray<T, N, M>& a, const Axis
 // P("i") over 8 devices gives shape (1,) replicated, holding the sum of the 8 blocks. Collective over all processes.
 template <class T, int N, class M>
 DistributedArray<T, N, M> psum(const DistributedArray<T, N, M>& a, const AxisNames& axes) {
-  return detail::CollectivePlanAccess::run(psum_plan(a, axes), a);
+  return detail::CollectivePlanAccess::run(
+      detail::reduction_call(detail::CollectiveCode::psum, detail::ReduceOp::sum, a, axes), a);
 }
 
 // The same into `out`, an array shaped and sharded as the result (e.g. a previous call's): no allocation.
 template <class T, int N, class M>
 void psum(const DistributedArray<T, N, M>& a, const AxisNames& axes, DistributedArray<T, N, M>& out) {
-  detail::CollectivePlanAccess::run(psum_plan(a, axes), a, out);
+  detail::CollectivePlanAccess::run(
+      detail::reduction_call(detail::CollectiveCode::psum, detail::ReduceOp::sum, a, axes), a, out);
 }
 
 // Element-wise maximum over the groups, as psum. Real element types only (complex numbers have no order).
 template <class T, int N, class M>
 DistributedArray<T, N, M> pmax(const DistributedArray<T, N, M>& a, const AxisNames& axes) {
   static_assert(!detail::is_kokkos_complex<T>::value, "pmax: complex numbers have no order; use a real element type");
-  return detail::CollectivePlanAccess::run(pmax_plan(a, axes), a);
+  return detail::CollectivePlanAccess::run(
+      detail::reduction_call(detail::CollectiveCode::pmax, detail::ReduceOp::max, a, axes), a);
 }
 
 // The same into `out`, an array shaped and sharded as the result (e.g. a previous call's): no allocation.
 template <class T, int N, class M>
 void pmax(const DistributedArray<T, N, M>& a, const AxisNames& axes, DistributedArray<T, N, M>& out) {
   static_assert(!detail::is_kokkos_complex<T>::value, "pmax: complex numbers have no order; use a real element type");
-  detail::CollectivePlanAccess::run(pmax_plan(a, axes), a, out);
+  detail::CollectivePlanAccess::run(
+      detail::reduction_call(detail::CollectiveCode::pmax, detail::ReduceOp::max, a, axes), a, out);
 }
 
 // Element-wise minimum over the groups, as psum. Real element types only.
 template <class T, int N, class M>
 DistributedArray<T, N, M> pmin(const DistributedArray<T, N, M>& a, const AxisNames& axes) {
   static_assert(!detail::is_kokkos_complex<T>::value, "pmin: complex numbers have no order; use a real element type");
-  return detail::CollectivePlanAccess::run(pmin_plan(a, axes), a);
+  return detail::CollectivePlanAccess::run(
+      detail::reduction_call(detail::CollectiveCode::pmin, detail::ReduceOp::min, a, axes), a);
 }
 
 // The same into `out`, an array shaped and sharded as the result (e.g. a previous call's): no allocation.
 template <class T, int N, class M>
 void pmin(const DistributedArray<T, N, M>& a, const AxisNames& axes, DistributedArray<T, N, M>& out) {
   static_assert(!detail::is_kokkos_complex<T>::value, "pmin: complex numbers have no order; use a real element type");
-  detail::CollectivePlanAccess::run(pmin_plan(a, axes), a, out);
+  detail::CollectivePlanAccess::run(
+      detail::reduction_call(detail::CollectiveCode::pmin, detail::ReduceOp::min, a, axes), a, out);
 }
 
 }  // namespace darray

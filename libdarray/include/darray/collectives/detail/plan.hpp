@@ -168,10 +168,10 @@ inline PlanKey& plan_lookup_key(CollectiveCode code, const NamedSharding& shardi
   return key;
 }
 
-// The cached plan for key, built by build() on a miss.
+// The cached plan for key, built by build() on a miss: the cache's pointer, valid until the next lookup.
 template <class Build>
-std::shared_ptr<const CollectiveSchedule> cached_plan(const PlanKey& key, Build&& build) {
-  return collective_plan_cache().get(key, [&] {
+const std::shared_ptr<const CollectiveSchedule>& cached_plan(const PlanKey& key, Build&& build) {
+  return collective_plan_cache().get_ref(key, [&] {
     auto plan = std::make_shared<CollectiveSchedule>(build());
     plan->in_sharding = key.sharding;
     plan->in_shape = key.shape;

@@ -27,6 +27,13 @@ class PlanCache {
   // The plan for `key`, from the cache or from build() (which returns std::shared_ptr<Plan>).
   template <class Build>
   std::shared_ptr<Plan> get(const Key& key, Build&& build) {
+    return get_ref(key, std::forward<Build>(build));
+  }
+
+  // The same as the cache's own pointer, valid until the next get or get_ref on this cache: a caller that runs the
+  // plan at once counts no reference.
+  template <class Build>
+  const std::shared_ptr<Plan>& get_ref(const Key& key, Build&& build) {
     // A call repeated in a loop asks for the plan it asked for last: the front one, found by one comparison
     // instead of a hash of the key and a bucket walk (and already where a hit moves it).
     if (!m_order.empty() && m_order.front().first == key) {
@@ -46,13 +53,13 @@ class PlanCache {
       at_finalize([this] { clear(); });
       m_cleanup_registered = true;
     }
-    m_order.emplace_front(std::move(owned), plan);
+    m_order.emplace_front(std::move(owned), std::move(plan));
     m_index.emplace(m_order.front().first, m_order.begin());
-    while (m_order.size() > m_capacity) {
+    while (m_order.size() > m_capacity) {  // the new plan is at the front: capacity >= 1 keeps it
       m_index.erase(m_order.back().first);
       m_order.pop_back();
     }
-    return plan;
+    return m_order.front().second;
   }
 
   void clear() {
