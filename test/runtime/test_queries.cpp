@@ -139,7 +139,7 @@ TEST_CASE("gpu_stream: a CUDA instance's own stream, null for host execution spa
 #endif
 }
 
-TEST_CASE("written_asynchronously: memory a GPU's kernels can reach, never host memory on a host-only build") {
+TEST_CASE("written_asynchronously and runs_asynchronously: GPU spaces and the memory they reach, never host ones") {
   using darray::detail::written_asynchronously;
 #if defined(KOKKOS_ENABLE_HIP) || defined(KOKKOS_ENABLE_SYCL) || defined(KOKKOS_ENABLE_HPX) || \
     defined(KOKKOS_ENABLE_OPENMPTARGET)
@@ -147,7 +147,10 @@ TEST_CASE("written_asynchronously: memory a GPU's kernels can reach, never host 
 #else
   CHECK_FALSE(written_asynchronously<Kokkos::HostSpace>());  // Serial, OpenMP, Threads finish a kernel at launch
 #endif
+  // An instance fence waits only where the space's kernels outlive their launch (detail::fence skips the others).
+  CHECK_FALSE(darray::detail::runs_asynchronously<Kokkos::DefaultHostExecutionSpace>());
 #if defined(KOKKOS_ENABLE_CUDA)
+  CHECK(darray::detail::runs_asynchronously<Kokkos::Cuda>());
   CHECK(written_asynchronously<Kokkos::CudaSpace>());
   CHECK(written_asynchronously<Kokkos::CudaUVMSpace>());         // host-accessible, and Cuda kernels write it
   CHECK(written_asynchronously<Kokkos::CudaHostPinnedSpace>());  // the same

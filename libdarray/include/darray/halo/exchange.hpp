@@ -129,8 +129,7 @@ class HaloExchange {
                                       << " sharded as " << m_plan.sharding());
     auto out = allocate();
     const Exec& space = detail::default_instance<Exec>();
-    if constexpr (detail::host_accessible_v<M> && detail::written_asynchronously<M>())
-      detail::fence(space);  // kernels may still be writing a (see exchange())
+    if (detail::host_accessible_v<M>) detail::fence(space);  // kernels may still be writing a (see exchange())
     for (std::size_t i = 0; i < out.size(); ++i) {
       const Index region = interior_region(out[i]);
       darray::detail::copy_box_any<T, M>(a.addressable_shards()[i].data.data(), region, out[i].data.data(),
@@ -150,15 +149,14 @@ class HaloExchange {
                                                          shape_to_string(m_plan.widths()) + " dtype " +
                                                          dtype_name<T>());
     // Where the host reads and writes the blocks (fills, copies, MPI), it waits for the kernels that may still be
-    // writing them (written_asynchronously: none on a host-only build), and then for the fills. On a device the fills,
+    // writing them, and then for the fills (fence(): nothing for a synchronous host space). On a device the fills,
     // the engines' kernels and their copies to the host follow those kernels on the same instance, and the engines
     // fence before MPI reads device memory.
     const Exec& space = detail::default_instance<Exec>();
-    if constexpr (detail::host_accessible_v<M> && detail::written_asynchronously<M>()) detail::fence(space);
+    if (detail::host_accessible_v<M>) detail::fence(space);
     if (!m_fills.empty()) {
       for (const Fill& f : m_fills) detail::fill_region(space, shards[f.slot].data.data(), f.geometry, m_fill);
-      if constexpr (detail::host_accessible_v<M> && detail::written_asynchronously<M>())
-        detail::fence(space);  // the phases send cells next to the ones the fills wrote
+      if (detail::host_accessible_v<M>) detail::fence(space);  // the phases send cells next to the ones the fills wrote
     }
     set_buffers(shards);
     // Phase after phase: a later dim's pieces carry the corners an earlier phase filled.
@@ -183,8 +181,7 @@ class HaloExchange {
       for (auto it = m_plan.phases().rbegin(); it != m_plan.phases().rend(); ++it)
         m_reverse_engines.push_back(phase_engine(*it, true));
     const Exec& space = detail::default_instance<Exec>();
-    if constexpr (detail::host_accessible_v<M> && detail::written_asynchronously<M>())
-      detail::fence(space);  // kernels may still be writing the halos (see exchange())
+    if (detail::host_accessible_v<M>) detail::fence(space);  // kernels may still be writing the halos (see exchange())
     set_buffers(shards);
     for (const auto& engine : m_reverse_engines) engine->run<T, M>(m_src, m_dst, m_buffers);
     for (const Fill& f : m_halo_cells) detail::fill_region(space, shards[f.slot].data.data(), f.geometry, T{});

@@ -185,7 +185,7 @@ bool reduce_in_result_blocks(const Exec& space, const CollectiveSchedule& plan, 
       continue;
     }
     combine_slot(space, slot, operand, op, dst);
-    if constexpr (written_asynchronously<M>()) detail::fence(space);  // the host reads dst next (MPI, the copies)
+    detail::fence(space);  // the host reads dst next (MPI, the copies)
     if (across) reduce_across<T>(comm, nullptr, dst, op, plan);
   }
   for (const Copy& c : plan.copies) {  // each a whole slot (plan.slot_block)

@@ -77,16 +77,37 @@ template <class ExecSpace>
   return nullptr;
 }
 
+// Whether kernels of ExecSpace may still run after their launch returned (GPU spaces, HPX, OpenMPTarget). Serial,
+// OpenMP and Threads finish a kernel before its launch returns: a fence of one of their instances waits for nothing.
+template <class ExecSpace>
+constexpr bool runs_asynchronously() {
+#if defined(KOKKOS_ENABLE_SERIAL)
+  if constexpr (std::is_same<ExecSpace, Kokkos::Serial>::value) return false;
+#endif
+#if defined(KOKKOS_ENABLE_OPENMP)
+  if constexpr (std::is_same<ExecSpace, Kokkos::OpenMP>::value) return false;
+#endif
+#if defined(KOKKOS_ENABLE_THREADS)
+  if constexpr (std::is_same<ExecSpace, Kokkos::Threads>::value) return false;
+#endif
+  return true;
+}
+
 // Fences: before MPI touches a buffer a kernel wrote (Kokkos 4 no longer syncs the default stream implicitly), and
-// before the host reads one. NCCL needs none: its calls run on the kernels' stream (gpu_stream).
+// before the host reads one. NCCL needs none: its calls run on the kernels' stream (gpu_stream). Nothing for an
+// instance of a synchronous space (runs_asynchronously), whose kernels are done.
 template <class ExecSpace>
 inline void fence(const ExecSpace& space) {
+  if constexpr (runs_asynchronously<ExecSpace>()) {
 #if DARRAY_KOKKOS_VERSION_AT_LEAST(3, 5)
-  static const std::string name = "darray::fence";  // inline in std::string: no copy of it allocates
-  space.fence(name);
+    static const std::string name = "darray::fence";  // inline in std::string: no copy of it allocates
+    space.fence(name);
 #else
-  space.fence();
+    space.fence();
 #endif
+  } else {
+    (void)space;
+  }
 }
 
 inline void fence_all() {
