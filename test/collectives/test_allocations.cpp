@@ -177,7 +177,7 @@ TEST_CASE("allocating collectives in a loop allocate nothing once warm") {
 }
 
 TEST_CASE("a plan cache keeps the key it was asked for when build() reuses the caller's key") {
-  // The collectives look their plans up with a per-thread scratch key (plan_lookup_key); a build() that looks up
+  // The collectives look their plans up with a per-thread scratch key (PlanProbe::key); a build() that looks up
   // another plan refills it, so the cache must store a copy taken before build() runs.
   static detail::PlanCache<int, const int> cache(4);  // static: emptied when the Environment ends
   int scratch = 1;

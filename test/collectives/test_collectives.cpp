@@ -432,6 +432,87 @@ TEST_CASE("ppermute: permutations, shifts and partial maps match the reference")
   }
 }
 
+// A collective compares its call with the plan cache's most recent key where the arguments lie (detail::PlanProbe),
+// a permutation's pairs one word each: calls in turns that differ in one argument only (the last two pairs of a
+// permutation, the gathered dim, tiled or stacked, the reduced axes) must each run their own plan, never the one
+// before. The probe itself: it matches the key it makes, and no key that differs in one field.
+TEST_CASE("collectives in turns that differ in one argument each run their own plan") {
+  const int64_t n = device_count();
+  const Mesh mesh = n % 2 == 0 ? make_mesh({2, n / 2}, {"i", "j"}) : make_mesh({1, n}, {"i", "j"});
+  const int64_t ni = mesh.shape()[0], nj = mesh.shape()[1];
+  const NamedSharding by_ij(mesh, P(axes("i", "j"), none));
+  // Row r holds r + 1 and 100 (r + 1): block k (one row per device) is row k.
+  const auto x = make_array_from_callback<int64_t, 2>({n, 2}, by_ij, [](const Index& box) {
+    std::vector<int64_t> v;
+    for (int64_t r = box[0].start; r < box[0].stop; ++r) v.insert(v.end(), {r + 1, 100 * (r + 1)});
+    return v;
+  });
+  // Along "j" (size nj): the identity, and the identity with its last two destinations swapped.
+  std::vector<std::pair<int, int>> same, swapped;
+  for (int k = 0; k < static_cast<int>(nj); ++k) same.emplace_back(k, k);
+  swapped = same;
+  if (nj >= 2) std::swap(swapped[nj - 1].second, swapped[nj - 2].second);
+  auto expected_perm = [&](const std::vector<std::pair<int, int>>& perm) {
+    std::vector<int64_t> v(static_cast<std::size_t>(2 * n));
+    for (int64_t bi = 0; bi < ni; ++bi)
+      for (const auto& [from, to] : perm)
+        for (int64_t c = 0; c < 2; ++c)
+          v[static_cast<std::size_t>(2 * (bi * nj + to) + c)] = (bi * nj + from + 1) * (c == 0 ? 1 : 100);
+    return v;
+  };
+  auto y = ppermute(x, "j", same);
+  auto g = all_gather(x, "j", 0, tiled);
+  auto s = psum(x, "j");
+  for (int turn = 0; turn < 3; ++turn) {
+    INFO("turn " << turn);
+    REQUIRE(process_allgather(ppermute(x, "j", same)) == expected_perm(same));
+    REQUIRE(process_allgather(ppermute(x, "j", swapped)) == expected_perm(swapped));
+    ppermute(x, "j", same, y);
+    REQUIRE(process_allgather(y) == expected_perm(same));
+    ppermute(x, "j", swapped, y);
+    REQUIRE(process_allgather(y) == expected_perm(swapped));
+    // all_gather along "j" tiled on dim 0, then stacked, then tiled on dim 1: three plans of one operand and axis.
+    REQUIRE(all_gather(x, "j", 0, tiled).shape() == Shape{n, 2});
+    REQUIRE(volume(all_gather(x, "j", 0, stacked).shape()) == 2 * n);
+    REQUIRE(all_gather(x, "j", 1, tiled).shape() == Shape{n / nj, 2 * nj});
+    all_gather(x, "j", 0, tiled, g);
+    REQUIRE(process_allgather(g) == process_allgather(x));
+    // psum over "j", over "i", over both: each its own result shape and sum.
+    psum(x, "j", s);
+    REQUIRE(psum(x, "i").shape() == Shape{n / ni, 2});
+    REQUIRE(process_allgather(psum(x, {"i", "j"})) == std::vector<int64_t>{n * (n + 1) / 2, 100 * n * (n + 1) / 2});
+    std::vector<int64_t> by_j(static_cast<std::size_t>(2 * ni));
+    for (int64_t bi = 0; bi < ni; ++bi)
+      for (int64_t k = 0; k < nj; ++k)
+        for (int64_t c = 0; c < 2; ++c)
+          by_j[static_cast<std::size_t>(2 * bi + c)] += (bi * nj + k + 1) * (c == 0 ? 1 : 100);
+    REQUIRE(process_allgather(s) == by_j);
+  }
+
+  const int64_t fixed[] = {1, 0};
+  const detail::PlanProbe probe{detail::CollectiveCode::ppermute, by_ij, x.shape(), fixed, 1, &swapped};
+  const detail::PlanKey key = probe.key();
+  REQUIRE(probe.matches(key));
+  REQUIRE(key.params.size() == 1 + swapped.size());
+  auto differs = [&](auto&& change) {
+    detail::PlanKey k = key;
+    change(k);
+    return !probe.matches(k);
+  };
+  REQUIRE(differs([](detail::PlanKey& k) { k.op = static_cast<int>(detail::CollectiveCode::all_gather); }));
+  REQUIRE(differs([](detail::PlanKey& k) { k.shape[0] += 1; }));
+  REQUIRE(differs([](detail::PlanKey& k) { k.shape.push_back(1); }));
+  REQUIRE(differs([](detail::PlanKey& k) { k.params[0] = 0; }));
+  REQUIRE(differs([](detail::PlanKey& k) { k.params.back() += 1; }));
+  REQUIRE(differs([](detail::PlanKey& k) { k.params.push_back(0); }));
+  REQUIRE(differs([&](detail::PlanKey& k) { k.sharding = NamedSharding(mesh, P("i", none)); }));
+  if (nj >= 2) {
+    const detail::PlanProbe other{detail::CollectiveCode::ppermute, by_ij, x.shape(), fixed, 1, &same};
+    REQUIRE(!other.matches(key));
+    REQUIRE(other.key().params != key.params);
+  }
+}
+
 namespace {
 
 // Row r of an (n, 4) array sharded by rows, one row per device: NaN in column 0 on the first device, in column 1 on

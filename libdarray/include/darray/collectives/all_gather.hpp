@@ -28,7 +28,8 @@ CollectiveCall<T, N, M, R> all_gather_call(const DistributedArray<T, N, M>& a, c
   const int x = resolve_axis(api, a.sharding().mesh(), axis);
   const int d = normalize_dim(api, "dim", dim, R);
   const auto code = stacked ? CollectiveCode::all_gather_stacked : CollectiveCode::all_gather;
-  const auto& plan = cached_plan(plan_lookup_key(code, a.sharding(), a.shape(), {x, d}),
+  const int64_t params[] = {x, d};
+  const auto& plan = cached_plan(PlanProbe{code, a.sharding(), a.shape(), params, 2},
                                  [&] { return build_all_gather_plan(a.sharding(), a.shape(), x, d, stacked); });
   return {api, plan, /*reduction=*/false, ReduceOp::sum, std::move(args)};
 }

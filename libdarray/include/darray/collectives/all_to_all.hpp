@@ -34,7 +34,8 @@ CollectiveCall<T, N, M, N> all_to_all_call(const DistributedArray<T, N, M>& a, c
   const int x = resolve_axis(api, a.sharding().mesh(), axis);
   const int s = normalize_dim(api, "split_dim", split_dim, N);
   const int c = normalize_dim(api, "concat_dim", concat_dim, N);
-  const auto& plan = cached_plan(plan_lookup_key(CollectiveCode::all_to_all, a.sharding(), a.shape(), {x, s, c}),
+  const int64_t params[] = {x, s, c};
+  const auto& plan = cached_plan(PlanProbe{CollectiveCode::all_to_all, a.sharding(), a.shape(), params, 3},
                                  [&] { return build_all_to_all_plan(a.sharding(), a.shape(), x, s, c); });
   return {api, plan, /*reduction=*/false, ReduceOp::sum, std::move(args)};
 }

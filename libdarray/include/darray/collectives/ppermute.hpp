@@ -28,15 +28,9 @@ CollectiveCall<T, N, M, N> ppermute_call(const DistributedArray<T, N, M>& a, con
   constexpr const char* api = "ppermute";
   auto args = checked_call_args(api, a, [&] { return "\"" + axis + "\", perm=" + perm_text(perm); });
   const int x = resolve_axis(api, a.sharding().mesh(), axis);
-  PlanKey& key = plan_lookup_key(CollectiveCode::ppermute, a.sharding(), a.shape(), {x});
-  const std::size_t first = key.params.size();  // filled through a pointer: push_back would reload the vector's end
-  key.params.resize(first + 2 * perm.size());
-  int64_t* param = key.params.data() + first;
-  for (const auto& [from, to] : perm) {
-    *param++ = from;
-    *param++ = to;
-  }
-  const auto& plan = cached_plan(key, [&] {
+  const int64_t params[] = {x};
+  const PlanProbe probe{CollectiveCode::ppermute, a.sharding(), a.shape(), params, 1, &perm};
+  const auto& plan = cached_plan(probe, [&] {
     std::vector<std::pair<int64_t, int64_t>> pairs;
     for (const auto& [from, to] : perm) pairs.emplace_back(from, to);
     return build_ppermute_plan(a.sharding(), a.shape(), x, pairs);

@@ -29,7 +29,8 @@ CollectiveCall<T, N, M, N> psum_scatter_call(const DistributedArray<T, N, M>& a,
   auto args = checked_call_args(api, a, [&] { return std::string("\"" + axis + "\", dim=" + std::to_string(dim)); });
   const int x = resolve_axis(api, a.sharding().mesh(), axis);
   const int d = normalize_dim(api, "dim", dim, N);
-  const auto& plan = cached_plan(plan_lookup_key(CollectiveCode::psum_scatter, a.sharding(), a.shape(), {x, d}),
+  const int64_t params[] = {x, d};
+  const auto& plan = cached_plan(PlanProbe{CollectiveCode::psum_scatter, a.sharding(), a.shape(), params, 2},
                                  [&] { return build_reduce_plan(api, a.sharding(), a.shape(), {x}, d); });
   return {api, plan, /*reduction=*/true, ReduceOp::sum, std::move(args)};
 }

@@ -24,11 +24,11 @@ CollectiveCall<T, N, M, N> reduction_call(CollectiveCode code, ReduceOp op, cons
                                           const AxisNames& axes) {
   const char* api = to_string(op);
   auto args = checked_call_args(api, a, [&] { return quoted_list(axes.names()); });
-  PlanKey& key = plan_lookup_key(code, a.sharding(), a.shape());
-  resolve_axes(api, a.sharding().mesh(), axes, key.params);
-  const auto& plan = cached_plan(key, [&] {
-    const std::vector<int> positions(key.params.begin(), key.params.end());
-    return build_reduce_plan(api, a.sharding(), a.shape(), positions, -1);
+  static thread_local std::vector<int64_t> positions;  // keeps its capacity: no allocation per call
+  positions.clear();
+  resolve_axes(api, a.sharding().mesh(), axes, positions);
+  const auto& plan = cached_plan(PlanProbe{code, a.sharding(), a.shape(), positions.data(), positions.size()}, [&] {
+    return build_reduce_plan(api, a.sharding(), a.shape(), std::vector<int>(positions.begin(), positions.end()), -1);
   });
   return {api, plan, /*reduction=*/true, op, std::move(args)};
 }

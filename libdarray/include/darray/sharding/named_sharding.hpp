@@ -200,13 +200,17 @@ class NamedSharding {
 
   std::size_t hash() const { return m_data->hash; }
   // Structural, like the Mesh and PartitionSpec it is made of, so plans cached by sharding never mix layouts.
+  // The same object (a call on an array's own sharding, the common case) is found inline; the field comparison is
+  // a call of its own.
   friend bool operator==(const NamedSharding& a, const NamedSharding& b) {
-    return a.m_data == b.m_data ||
-           (a.m_data->hash == b.m_data->hash && a.m_data->spec == b.m_data->spec && a.m_data->mesh == b.m_data->mesh);
+    return a.m_data == b.m_data || same_fields(a, b);
   }
   friend bool operator!=(const NamedSharding& a, const NamedSharding& b) { return !(a == b); }
 
  private:
+  static bool same_fields(const NamedSharding& a, const NamedSharding& b) {
+    return a.m_data->hash == b.m_data->hash && a.m_data->spec == b.m_data->spec && a.m_data->mesh == b.m_data->mesh;
+  }
   int64_t part_at(int64_t position, int dim) const {
     if (static_cast<std::size_t>(dim) >= m_data->dim_axes.size()) return 0;
     int64_t p = 0;

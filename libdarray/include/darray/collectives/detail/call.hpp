@@ -1,6 +1,6 @@
 // What every collective does before planning: the DARRAY_CHECK=1 comparison of the call across processes (so a
-// program whose processes call different collectives fails with a message instead of hanging), the plan-cache
-// code of each operation, and the string that describes a call.
+// program whose processes call different collectives fails with a message instead of hanging), and the string that
+// describes a call.
 #pragma once
 
 #include <sstream>
@@ -16,17 +16,6 @@
 
 namespace darray {
 namespace detail {
-
-enum class CollectiveCode : int {
-  psum = 1,
-  pmax,
-  pmin,
-  psum_scatter,
-  all_gather,
-  all_gather_stacked,
-  all_to_all,
-  ppermute
-};
 
 // Collective over all processes when DARRAY_CHECK is on, nothing otherwise. args: the call's arguments as text.
 template <class T, int N, class M>

@@ -8,8 +8,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <functional>
-#include <initializer_list>
 #include <map>
 #include <memory>
 #include <unordered_map>
@@ -127,6 +127,18 @@ inline int64_t assign_piece_offsets(std::vector<Piece>& pieces) {
   return at;
 }
 
+// Each collective's code in its plans' cache keys.
+enum class CollectiveCode : int {
+  psum = 1,
+  pmax,
+  pmin,
+  psum_scatter,
+  all_gather,
+  all_gather_stacked,
+  all_to_all,
+  ppermute
+};
+
 // Plans cached by everything they depend on: operation, operand sharding and shape, and the integer parameters
 // (axis positions, dims, permutation pairs).
 struct PlanKey {
@@ -155,27 +167,64 @@ inline PlanCache<PlanKey, const CollectiveSchedule, PlanKeyHasher>& collective_p
   return cache;
 }
 
-// The lookup key of a collective's plan, filled in place: a per-thread key whose vectors keep their capacity, so a
-// call whose plan is cached allocates nothing for its key (the cache copies it on a miss). The caller may append
-// further params; the key is valid until the next call on this thread.
-inline PlanKey& plan_lookup_key(CollectiveCode code, const NamedSharding& sharding, const Shape& shape,
-                                std::initializer_list<int64_t> params = {}) {
-  static thread_local PlanKey key{0, sharding, {}, {}};
-  key.op = static_cast<int>(code);
-  key.sharding = sharding;
-  key.shape.assign(shape.begin(), shape.end());
-  key.params.assign(params);
-  return key;
-}
+// A collective call's plan lookup: its operation, operand and integer parameters (axis positions, dims), and for
+// ppermute the permutation's pairs, which the key holds after the parameters, a pair per word (pair_word). A call
+// repeated in a loop finds its plan as the cache's front one, compared where the arguments lie (no key is written:
+// a permutation of n pairs would be n stores and a memcmp); key() fills the per-thread key, whose vectors keep
+// their capacity, for the full lookup. The probe refers to its arguments: use it within the call.
+struct PlanProbe {
+  CollectiveCode code;
+  const NamedSharding& sharding;
+  const Shape& shape;
+  const int64_t* params = nullptr;
+  std::size_t count = 0;
+  const std::vector<std::pair<int, int>>* pairs = nullptr;
 
-// The cached plan for key, built by build() on a miss: the cache's pointer, valid until the next lookup.
+  // A (source, dest) pair's two ints as one key word: one load and one comparison per pair.
+  static int64_t pair_word(const std::pair<int, int>& pair) {
+    static_assert(sizeof(std::pair<int, int>) == sizeof(int64_t), "a pair of ints fills one 64-bit word");
+    int64_t word;
+    std::memcpy(&word, &pair, sizeof word);
+    return word;
+  }
+
+  bool matches(const PlanKey& key) const {
+    const std::size_t n = count + (pairs != nullptr ? pairs->size() : 0);
+    if (key.op != static_cast<int>(code) || key.params.size() != n || key.shape.size() != shape.size()) return false;
+    for (std::size_t d = 0; d < shape.size(); ++d)
+      if (key.shape[d] != shape[d]) return false;
+    const int64_t* p = key.params.data();
+    for (std::size_t k = 0; k < count; ++k)
+      if (p[k] != params[k]) return false;
+    if (pairs != nullptr) {
+      p += count;
+      for (const auto& pair : *pairs)
+        if (*p++ != pair_word(pair)) return false;
+    }
+    return key.sharding == sharding;
+  }
+
+  // Valid until the next key() on this thread (the cache copies it on a miss).
+  const PlanKey& key() const {
+    static thread_local PlanKey scratch{0, sharding, {}, {}};
+    scratch.op = static_cast<int>(code);
+    scratch.sharding = sharding;
+    scratch.shape.assign(shape.begin(), shape.end());
+    scratch.params.assign(params, params + count);
+    if (pairs != nullptr)
+      for (const auto& pair : *pairs) scratch.params.push_back(pair_word(pair));
+    return scratch;
+  }
+};
+
+// The cached plan of the probed call, built by build() on a miss: the cache's pointer, valid until the next lookup.
 template <class Build>
-const std::shared_ptr<const CollectiveSchedule>& cached_plan(const PlanKey& key, Build&& build) {
-  return collective_plan_cache().get_ref(key, [&] {
+const std::shared_ptr<const CollectiveSchedule>& cached_plan(const PlanProbe& probe, Build&& build) {
+  return collective_plan_cache().get_ref_by(probe, [&] {
     auto plan = std::make_shared<CollectiveSchedule>(build());
-    plan->in_sharding = key.sharding;
-    plan->in_shape = key.shape;
-    plan->operation = PlanKeyHasher{}(key);
+    plan->in_sharding = probe.sharding;
+    plan->in_shape = probe.shape;
+    plan->operation = PlanKeyHasher{}(probe.key());
     return std::shared_ptr<const CollectiveSchedule>(std::move(plan));
   });
 }

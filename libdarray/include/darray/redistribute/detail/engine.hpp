@@ -728,6 +728,15 @@ class MoveEngine {
   void run_direct(const std::vector<const T*>& src, const std::vector<T*>& dst) const {
     constexpr int dtype = dtype_code<T>();
     last_staging_bytes() = 0;
+    // Every process looks the group up, peers or not: its first use is collective. The world needs no lookup.
+    const ProcessGroup* group = nullptr;
+    const bool no_peer = m_list.sends.empty() && m_list.recvs.empty();
+    const MPI_Comm c = no_peer && m_colors.empty() ? MPI_COMM_NULL : comm_and_ranks(group);
+    if (no_peer) {  // the same-process copies are the whole run
+      copy_local_host<T, Op>(src, dst);
+      fan_out_host(dst);
+      return;
+    }
     std::vector<MPI_Request>& requests = m_requests;  // kept between runs: a run allocates nothing
     std::vector<int>& peers = m_request_peers;        // rank each request waits on, for the DARRAY_TIMEOUT_S message
     std::vector<MPI_Request>& ready = m_ready_requests;
@@ -736,14 +745,6 @@ class MoveEngine {
     ready.clear();
     m_ready_peers.clear();
     m_controls.clear();
-    // Every process looks the group up, peers or not: its first use is collective.
-    const ProcessGroup* group = nullptr;
-    const MPI_Comm c = comm_and_ranks(group);
-    if (m_list.sends.empty() && m_list.recvs.empty()) {  // no peer: the same-process copies are the whole run
-      copy_local_host<T, Op>(src, dst);
-      fan_out_host(dst);
-      return;
-    }
     const bool setting_up = !m_single_copy_settled && (!m_copy_out.empty() || !m_copy_in.empty());
     make_messages();
     auto rank_of = [&](int process) { return group != nullptr ? group->group_rank_of(process) : process; };

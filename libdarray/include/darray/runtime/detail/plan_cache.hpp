@@ -62,6 +62,18 @@ class PlanCache {
     return m_order.front().second;
   }
 
+  // The same for a probe of the key: probe.matches(key) compares it with the front plan's key in place, and only
+  // when that fails does probe.key() make the key for the full lookup. A call repeated in a loop then writes no
+  // key at all (a collective's permutation, say, is compared where it lies).
+  template <class Probe, class Build>
+  const std::shared_ptr<Plan>& get_ref_by(const Probe& probe, Build&& build) {
+    if (!m_order.empty() && probe.matches(m_order.front().first)) {
+      ++m_hits;
+      return m_order.front().second;
+    }
+    return get_ref(probe.key(), std::forward<Build>(build));
+  }
+
   void clear() {
     m_index.clear();
     m_order.clear();
