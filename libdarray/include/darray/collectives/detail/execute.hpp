@@ -89,7 +89,8 @@ inline MPI_Comm mpi_reduce_comm(const CollectiveSchedule& plan) {
   return dynamic_cast<MpiTransport&>(*t).comm();
 }
 
-// The operand block of each plan target (plan.targets order), in a buffer reused by every call on this thread.
+// The operand block of each plan target (plan.targets order), in a buffer reused by every call on this thread. The
+// operand's shards are in the plan's local-device order; a mismatch (never expected) is an internal error.
 template <class T, int N, class M>
 const std::vector<const T*>& operand_blocks(const CollectiveSchedule& plan, const DistributedArray<T, N, M>& a) {
   static thread_local std::vector<const T*> blocks;
@@ -97,10 +98,13 @@ const std::vector<const T*>& operand_blocks(const CollectiveSchedule& plan, cons
   DARRAY_THROW_IF(
       shards.size() != plan.targets.size(), Error, "collective",
       "internal: operand has " << shards.size() << " blocks on this process; the plan has " << plan.targets.size());
-  // Block k is on target k's device: the operand's sharding is the plan's (the call found the plan by it, or
-  // execute() checked it), and an array's shards follow its sharding's local-device order.
   blocks.resize(shards.size());
-  for (std::size_t k = 0; k < shards.size(); ++k) blocks[k] = shards[k].data.data();
+  for (std::size_t k = 0; k < shards.size(); ++k) {
+    DARRAY_THROW_IF(shards[k].device.id != plan.targets[k].device.id, Error, "collective",
+                    "internal: operand block " << k << " is on device " << shards[k].device.id << ", the plan's on "
+                                               << plan.targets[k].device.id);
+    blocks[k] = shards[k].data.data();
+  }
   return blocks;
 }
 
