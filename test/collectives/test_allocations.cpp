@@ -176,6 +176,40 @@ TEST_CASE("allocating collectives in a loop allocate nothing once warm") {
   }
 }
 
+// The collectives look their plans up with a probe (detail::PlanProbe): compared with the front plan's key in place,
+// its key made only when the front plan is another call's, and then found by hash or built.
+TEST_CASE("a plan cache's probe makes its key only when the front plan is another call's") {
+  static detail::PlanCache<int, const int> cache(4);  // static: emptied when the Environment ends
+  struct Probe {
+    int value;
+    int* keys_made;
+    bool matches(const int& key) const { return key == value; }
+    const int& key() const {
+      ++*keys_made;
+      return value;
+    }
+  };
+  int made = 0, built = 0;
+  auto build = [&](int v) {
+    return [&built, v] {
+      ++built;
+      return std::make_shared<const int>(10 * v);
+    };
+  };
+  REQUIRE(*cache.get_ref_by(Probe{1, &made}, build(1)) == 10);  // a miss: key made, plan built
+  REQUIRE((made == 1 && built == 1));
+  for (int i = 0; i < 3; ++i) REQUIRE(*cache.get_ref_by(Probe{1, &made}, build(1)) == 10);  // the front plan
+  REQUIRE((made == 1 && built == 1));
+  REQUIRE(*cache.get_ref_by(Probe{2, &made}, build(2)) == 20);  // another call: key made, plan built
+  REQUIRE((made == 2 && built == 2));
+  REQUIRE(*cache.get_ref_by(Probe{1, &made}, build(1)) == 10);  // not the front one: key made, found by hash
+  REQUIRE((made == 3 && built == 2));
+  REQUIRE(*cache.get_ref_by(Probe{1, &made}, build(1)) == 10);  // the front one again
+  REQUIRE((made == 3 && built == 2));
+  REQUIRE(cache.size() == 2);
+  REQUIRE(cache.misses() == 2);
+}
+
 TEST_CASE("a plan cache keeps the key it was asked for when build() reuses the caller's key") {
   // The collectives look their plans up with a per-thread scratch key (PlanProbe::key); a build() that looks up
   // another plan refills it, so the cache must store a copy taken before build() runs.
