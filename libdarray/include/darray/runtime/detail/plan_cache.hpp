@@ -40,6 +40,36 @@ class PlanCache {
       ++m_hits;
       return m_order.front().second;
     }
+    return find_or_build(key, std::forward<Build>(build));
+  }
+
+  // The same for a probe of the key: probe.matches(key) compares it with the front plan's key in place, and only
+  // when that fails does probe.key() make the key for the hash lookup. A call repeated in a loop then writes no
+  // key at all (a collective's permutation, say, is compared where it lies).
+  template <class Probe, class Build>
+  const std::shared_ptr<Plan>& get_ref_by(const Probe& probe, Build&& build) {
+    if (!m_order.empty() && probe.matches(m_order.front().first)) {
+      ++m_hits;
+      return m_order.front().second;
+    }
+    return find_or_build(probe.key(), std::forward<Build>(build));
+  }
+
+  void clear() {
+    m_index.clear();
+    m_order.clear();
+    m_cleanup_registered = false;
+  }
+
+  std::size_t size() const { return m_order.size(); }
+  std::size_t capacity() const { return m_capacity; }
+  std::size_t hits() const { return m_hits; }
+  std::size_t misses() const { return m_misses; }
+
+ private:
+  // Past the front plan (get_ref and get_ref_by have compared it): the hash lookup, or build() on a miss.
+  template <class Build>
+  const std::shared_ptr<Plan>& find_or_build(const Key& key, Build&& build) {
     const auto it = m_index.find(key);
     if (it != m_index.end()) {
       ++m_hits;
@@ -62,30 +92,6 @@ class PlanCache {
     return m_order.front().second;
   }
 
-  // The same for a probe of the key: probe.matches(key) compares it with the front plan's key in place, and only
-  // when that fails does probe.key() make the key for the full lookup. A call repeated in a loop then writes no
-  // key at all (a collective's permutation, say, is compared where it lies).
-  template <class Probe, class Build>
-  const std::shared_ptr<Plan>& get_ref_by(const Probe& probe, Build&& build) {
-    if (!m_order.empty() && probe.matches(m_order.front().first)) {
-      ++m_hits;
-      return m_order.front().second;
-    }
-    return get_ref(probe.key(), std::forward<Build>(build));
-  }
-
-  void clear() {
-    m_index.clear();
-    m_order.clear();
-    m_cleanup_registered = false;
-  }
-
-  std::size_t size() const { return m_order.size(); }
-  std::size_t capacity() const { return m_capacity; }
-  std::size_t hits() const { return m_hits; }
-  std::size_t misses() const { return m_misses; }
-
- private:
   using Entry = std::pair<Key, std::shared_ptr<Plan>>;
   std::size_t m_capacity;
   std::list<Entry> m_order;  // most recently used first
