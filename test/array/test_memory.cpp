@@ -11,6 +11,7 @@
 #include "array_test_util.hpp"
 #include "darray/array/detail/shard_lists.hpp"
 #include "darray/array/memory.hpp"
+#include "darray/collectives/ppermute.hpp"
 #include "darray/collectives/reductions.hpp"
 #include "darray/redistribute/migrate.hpp"
 #include "darray/redistribute/reshard.hpp"
@@ -242,6 +243,101 @@ TEST_CASE("zeros from a reused block are zero") {
   REQUIRE(all_ok(ok));
 }
 
+// A small array's views wait in the shard list pool when it goes (shard_lists.hpp): the next result of the same
+// block shapes takes them as they are, without a block from the cache.
+TEST_CASE("a small result's blocks serve the next result of its shapes, with no block from the cache") {
+  const int64_t n = device_count();
+  const auto x = iota<double, 2>({2 * n, 3}, row_sharding());  // 48 bytes per device
+  auto y = psum(x, "x");
+  psum(x, "x", y);
+  // The kept form's own per-call blocks (staging where there is any), counted over as many calls.
+  reset_memory_stats();
+  for (int k = 0; k < 6; ++k) psum(x, "x", y);
+  const MemoryStats kept = memory_stats();
+  y = psum(x, "x");
+  reset_memory_stats();  // lets go of the views kept so far: the first call below takes a block
+  for (int k = 0; k < 6; ++k) y = psum(x, "x");
+  const MemoryStats allocating = memory_stats();
+  const std::size_t kept_blocks = kept.allocations_from_cache + kept.allocations_from_system;
+  const std::size_t blocks = allocating.allocations_from_cache + allocating.allocations_from_system;
+  INFO("blocks taken: " << blocks << " in 6 allocating calls, " << kept_blocks << " in 6 kept ones");
+  // One block for the first result (the views kept before were let go); each later one takes the views of the
+  // result it replaces, which went into the pool as that call returned.
+  REQUIRE(all_ok(blocks == kept_blocks + 1));
+  // Each result holds its own values: the column sums of x over the devices, for every element.
+  const std::vector<double> got = process_allgather(y);
+  bool ok = got.size() == static_cast<std::size_t>(2 * 3);
+  for (std::size_t e = 0; ok && e < got.size(); ++e) {
+    double sum = 0;
+    for (int64_t d = 0; d < n; ++d) sum += static_cast<double>(d * 6) + static_cast<double>(e);
+    ok = got[e] == sum;
+  }
+  REQUIRE(all_ok(ok));
+}
+
+TEST_CASE("a small result's blocks are not reused while a view of them is held elsewhere") {
+  const int64_t n = device_count();
+  const auto x = iota<double, 2>({n, 4}, row_sharding());
+  const auto ones = full<double, 2>({n, 4}, 1.0, row_sharding());
+  auto y = psum(x, "x");
+  y = psum(x, "x");
+  // A copy of one shard's view: y's blocks are the caller's too now.
+  Shard<double, 2>::view_type held;
+  if (!y.addressable_shards().empty()) held = y.addressable_shards().front().data;
+  std::vector<double> before;
+  if (held.size() > 0) {
+    const auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), held);
+    before.assign(h.data(), h.data() + h.size());
+  }
+  for (int k = 0; k < 4; ++k) y = psum(ones, "x");  // y's old blocks go while `held` holds them
+  auto z = psum(ones, "x");
+  bool ok = true;
+  for (const auto* a : {&y, &z})
+    for (const auto& s : a->addressable_shards()) ok = ok && s.data.data() != held.data();
+  if (held.size() > 0) {
+    const auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), held);
+    ok = ok && std::vector<double>(h.data(), h.data() + h.size()) == before;
+  }
+  const std::vector<double> got = process_allgather(z);
+  for (double v : got) ok = ok && v == static_cast<double>(n);
+  REQUIRE(all_ok(ok));
+}
+
+TEST_CASE("a result made from kept views carries its own sharding") {
+  const int64_t n = device_count();
+  // Two meshes over the same devices with differently named axes: arrays of the same block shapes, other shardings.
+  const NamedSharding by_x(make_mesh({n}, {"x"}), P{"x"}), by_y(make_mesh({n}, {"y"}), P{"y"});
+  const auto a = iota<double, 2>({n, 2}, by_x), b = iota<double, 2>({n, 2}, by_y);
+  std::vector<std::pair<int, int>> shift;
+  for (int d = 0; d < static_cast<int>(n); ++d) shift.emplace_back(d, (d + 1) % static_cast<int>(n));
+  auto y = ppermute(a, "x", shift);
+  y = ppermute(a, "x", shift);  // the first result's views and sharding wait in the pool
+  bool ok = y.sharding() == by_x;
+  y = ppermute(b, "y", shift);  // takes those views: the sharding must be b's
+  ok = ok && y.sharding() == by_y && !(y.sharding() == by_x);
+  y = ppermute(a, "x", shift);
+  ok = ok && y.sharding() == by_x;
+  // And the values are a's rows moved one device on: row d of the result is row d - 1 of a.
+  const std::vector<double> got = process_allgather(y);
+  for (int64_t d = 0; ok && d < n; ++d)
+    for (int64_t j = 0; j < 2; ++j)
+      ok = got[static_cast<std::size_t>(d * 2 + j)] == static_cast<double>(((d + n - 1) % n) * 2 + j);
+  REQUIRE(all_ok(ok));
+}
+
+TEST_CASE("memory_stats counts no block of a result that went") {
+  const auto x = iota<double, 2>({device_count(), 5}, row_sharding());
+  const MemoryStats before = memory_stats();
+  {
+    auto a = psum(x, "x");
+    a = psum(x, "x");
+    auto b = iota<double, 2>({device_count(), 5}, row_sharding());
+  }
+  const MemoryStats after = memory_stats();
+  INFO("in use " << before.bytes_in_use << " before, " << after.bytes_in_use << " after");
+  REQUIRE(all_ok(after.bytes_in_use == before.bytes_in_use));
+}
+
 TEST_CASE("a copied shard view outlives its array and keeps its block") {
   const Shape shape{6 * device_count(), 50};
   const MemoryStats before = memory_stats();
@@ -305,7 +401,9 @@ TEST_CASE("release_cached_memory empties the cache and leaves live views alone")
 
 TEST_CASE("b = reshard(a, s) in a loop stops allocating from the system") {
   const int64_t n = device_count();
-  const Shape shape{16 * n, 24 * n};
+  // 32 KiB or more per device: more than a shard list keeps with its views (shard_lists.hpp), so every call takes
+  // its block from the cache.
+  const Shape shape{128 * n, 32 * n};
   const NamedSharding rows(make_mesh({n}, {"x"}), P{"x"}), cols(make_mesh({n}, {"x"}), P{none, "x"});
   auto a = iota<double, 2>(shape, rows);
   auto b = reshard(a, cols);

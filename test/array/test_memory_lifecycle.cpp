@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "darray/array/detail/block_cache.hpp"
 #include "darray/darray.hpp"
 #include "mpi_test.hpp"
 
@@ -57,6 +58,25 @@ TEST_CASE("the Environment's end releases every cached block; views that outlive
   kept = {};  // goes straight back to the system: no Environment, nothing is cached
   ok = ok && memory_stats<Host>().bytes_in_use < in_use && memory_stats<Host>().bytes_cached == 0;
   REQUIRE(all_ok(ok));
+}
+
+TEST_CASE("the blocks of small results kept for the next result go back when the Environment ends") {
+  auto& cache = detail::BlockCache<Host>::instance();
+  const std::size_t in_use_before = cache.counters().bytes_in_use;  // counters(): kept views stay as they are
+  std::size_t in_use_inside = 0;
+  {
+    Environment env;
+    const auto x = iota<double, 2, Host>({device_count(), 3}, rows());
+    {
+      auto y = psum(x, "x");
+      y = psum(x, "x");
+      auto z = zeros<double, 2, Host>({device_count(), 2}, rows());
+    }
+    in_use_inside = cache.counters().bytes_in_use;
+  }
+  const std::size_t in_use_after = cache.counters().bytes_in_use;
+  INFO("bytes in use: " << in_use_before << " before, " << in_use_inside << " inside, " << in_use_after << " after");
+  REQUIRE(all_ok(in_use_inside > in_use_before && in_use_after == in_use_before));
 }
 
 TEST_CASE("DARRAY_CACHE_BYTES is read at each start-up") {

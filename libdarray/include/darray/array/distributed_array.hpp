@@ -103,7 +103,7 @@ class DistributedArray {
       : m_shape(std::move(shape)), m_sharding(std::move(sharding)), m_shards(std::move(shards)) {}
 
   // The shard list goes to the pool the next result's comes from (array/detail/shard_lists.hpp).
-  void release() noexcept { detail::ShardListPool<shard_type>::give(m_shape, m_shards); }
+  void release() noexcept { detail::ShardListPool<shard_type>::give(m_shape, m_shards, &m_sharding); }
 
   Shape m_shape;
   NamedSharding m_sharding;

@@ -6,7 +6,10 @@
 //   still owns valid memory. An array's shards on one process share one block (one allocation per array, not per
 //   device), so a view kept from one shard keeps the process's other shards' memory too. When the last view goes, the
 //   block returns to the cache (binned by size: 8 classes per power of two, so a block is at most 12.5% larger than
-//   asked).
+//   asked). A small array's block (16 KiB or less per process) that no view outside the array holds may instead
+//   wait with its shard list for the next result of the same block shapes (`y = psum(x, "i")` in a loop takes
+//   the blocks of the y it replaces); memory_stats(), reset_memory_stats(), release_cached_memory() and the
+//   Environment's end return such blocks to the cache first.
 // - DARRAY_CACHE_BYTES bounds the bytes kept per memory space (plain bytes or with a K/M/G/T binary suffix; the
 //   oldest freed blocks are evicted first). Default: a quarter of the process's memory of that space (the GPU's
 //   memory; on the host the node's memory divided by the processes on the node): enough for a loop whose
@@ -27,6 +30,7 @@
 #include <vector>
 
 #include "darray/array/detail/block_cache.hpp"
+#include "darray/array/detail/shard_lists.hpp"
 #include "darray/array/shard.hpp"
 
 namespace darray {
@@ -44,6 +48,7 @@ struct MemoryStats {
 
 template <class MemorySpace = DefaultMemorySpace>
 MemoryStats memory_stats() {
+  detail::drop_kept_views();  // the views of small arrays that went, kept for the next result: nobody's
   const detail::CacheCounters c = detail::BlockCache<MemorySpace>::instance().counters();
   return MemoryStats{c.bytes_in_use, c.bytes_cached, c.peak_bytes_in_use, c.from_cache, c.from_system,
                      c.evictions,    c.limit};
@@ -52,11 +57,13 @@ MemoryStats memory_stats() {
 // Peak back to the bytes in use now; allocation and eviction counts to zero.
 template <class MemorySpace = DefaultMemorySpace>
 void reset_memory_stats() {
+  detail::drop_kept_views();
   detail::BlockCache<MemorySpace>::instance().reset_counters();
 }
 
 // Returns every cached block of every memory space to the system (blocks in use stay with their views).
 inline void release_cached_memory() {
+  detail::drop_kept_views();
   std::vector<std::function<void()>> releasers;
   {
     std::lock_guard<std::mutex> lock(detail::cache_registry_mutex());

@@ -27,6 +27,17 @@ struct Slice {
 using Index = std::vector<Slice>;
 using Shape = std::vector<int64_t>;
 
+// dst = src, with no write and no library call where dst holds src's boxes already (a shard list reused for the
+// next result of the same sharding).
+inline void assign_index(Index& dst, const Index& src) {
+  if (dst.size() == src.size()) {
+    bool same = true;
+    for (std::size_t d = 0; d < src.size(); ++d) same = same && dst[d] == src[d];
+    if (same) return;
+  }
+  dst = src;
+}
+
 inline std::ostream& operator<<(std::ostream& os, const Slice& s) { return os << s.start << ":" << s.stop; }
 
 inline std::ostream& operator<<(std::ostream& os, const Index& index) {

@@ -10,6 +10,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "darray/array/detail/block_io.hpp"
+#include "darray/array/detail/blocks.hpp"
 #include "darray/array/detail/view.hpp"
 #include "darray/array/distributed_array.hpp"
 #include "darray/comm/check.hpp"
@@ -40,16 +42,10 @@ void check_plan_input(const ReshardPlan& plan, const DistributedArray<T, N, M>& 
                   "plan made for process " << plan.process() << " executed on process " << process_index());
 }
 
+// This process's uninitialised shards of an array of `shape` sharded as `sharding`.
 template <class T, int N, class M>
 std::vector<Shard<T, N, M>> allocate_shards(const NamedSharding& sharding, const Shape& shape) {
-  std::vector<Shard<T, N, M>> shards;
-  for (const Device& d : local_devices())
-    if (sharding.mesh().contains(d))
-      shards.push_back(Shard<T, N, M>{d, sharding.index(shape, d), sharding.replica_id(d), {}});
-  detail::allocate_views_each<T, N, M>(
-      "darray::reshard", shards.size(), [&](std::size_t k) { return box_shape(shards[k].index); },
-      false, [&](std::size_t k) -> auto& { return shards[k].data; });
-  return shards;
+  return allocate_shards<T, N, M>(process_device_blocks(sharding, shape, process_index()), false, "darray::reshard");
 }
 
 // Runs the plan's engine from the shards of `in` into `out` (both in local-device order of the mesh).

@@ -28,15 +28,22 @@ namespace detail {
 template <class T, int N, class MemorySpace, class Blocks>
 std::vector<Shard<T, N, MemorySpace>> allocate_shards(const Blocks& blocks, bool initialize,
                                                       const std::string& label = "darray::shard") {
-  std::vector<Shard<T, N, MemorySpace>> shards = ShardListPool<Shard<T, N, MemorySpace>>::take(blocks.size()).shards;
+  static thread_local std::vector<Shape> shapes;  // the boxes' shapes, in storage kept from call to call
+  shapes.resize(blocks.size());
+  for (std::size_t k = 0; k < blocks.size(); ++k) {
+    const Index& index = blocks[k].index;
+    shapes[k].resize(index.size());
+    for (std::size_t d = 0; d < index.size(); ++d) shapes[k][d] = index[d].stop - index[d].start;
+  }
+  std::vector<Shard<T, N, MemorySpace>> shards =
+      ShardListPool<Shard<T, N, MemorySpace>>::template take_with_views<T, N>(
+          label, blocks.size(), [&](std::size_t k) -> const Shape& { return shapes[k]; }, initialize)
+          .shards;
   for (std::size_t k = 0; k < blocks.size(); ++k) {
     shards[k].device = blocks[k].device;
-    shards[k].index = blocks[k].index;
+    assign_index(shards[k].index, blocks[k].index);
     shards[k].replica_id = blocks[k].replica_id;
   }
-  allocate_views_each<T, N, MemorySpace>(
-      label, blocks.size(), [&](std::size_t k) { return box_shape(blocks[k].index); },
-      initialize, [&](std::size_t k) -> auto& { return shards[k].data; });
   return shards;
 }
 

@@ -405,22 +405,20 @@ DistributedArray<T, R, M> execute_plan(const char* api, const CollectiveSchedule
     label.assign("darray::").append(api);
     labelled = api;
   }
-  ShardList<Shard<T, R, M>> list = ShardListPool<Shard<T, R, M>>::take(plan.targets.size());
+  ShardList<Shard<T, R, M>> list = ShardListPool<Shard<T, R, M>>::template take_with_views<T, R>(
+      label, plan.targets.size(), [&](std::size_t k) -> const Shape& { return plan.targets[k].out_shape; }, false);
   list.shape = plan.out_shape;
   std::vector<Shard<T, R, M>>& out = list.shards;
-  allocate_views_each<T, R, M>(
-      label, plan.targets.size(), [&](std::size_t k) -> const Shape& { return plan.targets[k].out_shape; }, false,
-      [&](std::size_t k) -> ShardView<T, R, M>& { return out[k].data; });
   for (std::size_t k = 0; k < out.size(); ++k) {
     const Target& t = plan.targets[k];
     Shard<T, R, M>& s = out[k];
     s.device = t.device;
-    s.index = t.out_index;
+    assign_index(s.index, t.out_index);
     s.replica_id = t.replica_id;
     if (t.zero_fill) fill_kernel(default_instance<Exec>(), s.data.data(), static_cast<int64_t>(s.data.size()), T{});
   }
   execute_plan_into<R>(api, plan, a, reduction, op, out, /*fresh=*/true, engine);
-  return detail::adopt_shards<T, R, M>(std::move(list.shape), plan.out_sharding, std::move(out));
+  return detail::adopt_shards<T, R, M>(std::move(list.shape), adopt_sharding(list, plan.out_sharding), std::move(out));
 }
 
 // The same into `out`, an array already sharded as the result (a previous call's result): no allocation.
