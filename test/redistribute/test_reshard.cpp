@@ -102,6 +102,12 @@ TEST_CASE("reshard: errors name what differs") {
   DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, execute(other, a), "shape 8x8", "8x9");
   ReshardPlan floats(NamedSharding(mesh, P{"x"}), NamedSharding(mesh, P{}), {8, 8}, 4, process_index());
   DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, execute(floats, a), "float64", "4-byte");
+  // A plan made offline for another process is refused, in both forms, before anything is allocated or moved.
+  const int someone_else = (process_index() + 1) % std::max(process_count(), 2);
+  ReshardPlan foreign(NamedSharding(mesh, P{"x"}), NamedSharding(mesh, P{}), {8, 8}, 8, someone_else);
+  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, execute(foreign, a), "plan made for process");
+  auto b = reshard(a, NamedSharding(mesh, P{}));
+  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, execute(foreign, a, b), "plan made for process");
 }
 
 TEST_CASE("reshard: execute into an existing output reuses its buffers") {

@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "darray/array/detail/block_io.hpp"
-#include "darray/array/detail/blocks.hpp"
 #include "darray/array/detail/view.hpp"
 #include "darray/array/distributed_array.hpp"
 #include "darray/comm/check.hpp"
@@ -42,10 +41,11 @@ void check_plan_input(const ReshardPlan& plan, const DistributedArray<T, N, M>& 
                   "plan made for process " << plan.process() << " executed on process " << process_index());
 }
 
-// This process's uninitialised shards of an array of `shape` sharded as `sharding`.
+// The uninitialised shards of a plan's output on this process (a plan of this process: check_plan_input first), from
+// the blocks its engine lists.
 template <class T, int N, class M>
-std::vector<Shard<T, N, M>> allocate_shards(const NamedSharding& sharding, const Shape& shape) {
-  return allocate_shards<T, N, M>(process_device_blocks(sharding, shape, process_index()), false, "darray::reshard");
+std::vector<Shard<T, N, M>> allocate_shards(const ReshardPlan& plan) {
+  return allocate_shards<T, N, M>(reshard_engine(plan).dst_blocks, false, "darray::reshard");
 }
 
 // Runs the plan's engine from the shards of `in` into `out` (both in local-device order of the mesh).
@@ -89,6 +89,17 @@ struct ReshardPlanKeyHash {
     return h;
   }
 };
+// A reshard's arguments as they lie, compared with a cached plan's key without making one (PlanCache::get_ref_by).
+struct ReshardPlanProbe {
+  const NamedSharding& src;
+  const NamedSharding& dst;
+  const Shape& shape;
+  std::size_t element_bytes;
+  bool matches(const ReshardPlanKey& k) const {
+    return k.element_bytes == element_bytes && k.src == src && k.dst == dst && k.shape == shape;
+  }
+  ReshardPlanKey key() const { return ReshardPlanKey{src, dst, shape, element_bytes}; }
+};
 // Plans of every (src, dst, shape, element size) reshard this process ran recently.
 inline PlanCache<ReshardPlanKey, const ReshardPlan, ReshardPlanKeyHash>& reshard_plan_cache() {
   static PlanCache<ReshardPlanKey, const ReshardPlan, ReshardPlanKeyHash> cache(256);
@@ -120,8 +131,9 @@ void execute_into(const ReshardPlan& plan, const DistributedArray<T, N, M>& in,
 template <class T, int N, class M>
 DistributedArray<T, N, M> execute(const ReshardPlan& plan, const DistributedArray<T, N, M>& in) {
   detail::check_reshard_consistent<T>(in.sharding(), plan.dst(), in.shape());
-  auto out = detail::allocate_shards<T, N, M>(plan.dst(), plan.shape());
-  detail::execute_into(plan, in, out);
+  detail::check_plan_input(plan, in);
+  auto out = detail::allocate_shards<T, N, M>(plan);
+  detail::run_reshard_engine(plan, in, out);
   return detail::adopt_shards<T, N, M>(plan.shape(), plan.dst(), std::move(out));
 }
 
@@ -139,28 +151,39 @@ void execute(const ReshardPlan& plan, const DistributedArray<T, N, M>& in, Distr
     detail::execute_into(plan, in, out.addressable_shards());  // views share their data: writing them writes `out`
     return;
   }
-  const auto fresh = detail::allocate_shards<T, N, M>(plan.dst(), plan.shape());
-  detail::execute_into(plan, in, fresh);
+  detail::check_plan_input(plan, in);
+  const auto fresh = detail::allocate_shards<T, N, M>(plan);
+  detail::run_reshard_engine(plan, in, fresh);
   detail::copy_blocks(detail::default_instance<typename M::execution_space>(), out.addressable_shards(), fresh);
 }
+
+namespace detail {
+// The cached plan as the cache holds it: valid until the next lookup in the reshard plan cache.
+template <class T>
+const std::shared_ptr<const ReshardPlan>& cached_reshard_plan(const NamedSharding& src, const NamedSharding& dst,
+                                                              const Shape& shape) {
+  return reshard_plan_cache().get_ref_by(ReshardPlanProbe{src, dst, shape, sizeof(T)}, [&] {
+    return std::make_shared<const ReshardPlan>(src, dst, shape, sizeof(T), process_index());
+  });
+}
+}  // namespace detail
 
 // The cached plan for moving arrays of `shape` and element type T from src to dst on this process.
 template <class T>
 std::shared_ptr<const ReshardPlan> reshard_plan(const NamedSharding& src, const NamedSharding& dst,
                                                 const Shape& shape) {
-  return detail::reshard_plan_cache().get(detail::ReshardPlanKey{src, dst, shape, sizeof(T)}, [&] {
-    return std::make_shared<const ReshardPlan>(src, dst, shape, sizeof(T), process_index());
-  });
+  return detail::cached_reshard_plan<T>(src, dst, shape);
 }
 
 // Any sharding to any sharding of the same global shape over the same devices. Collective.
 template <class T, int N, class M>
 DistributedArray<T, N, M> reshard(const DistributedArray<T, N, M>& a, const NamedSharding& new_sharding) {
   detail::check_reshard_consistent<T>(a.sharding(), new_sharding, a.shape());
-  const auto plan = reshard_plan<T>(a.sharding(), new_sharding, a.shape());
-  auto out = detail::allocate_shards<T, N, M>(plan->dst(), plan->shape());
-  detail::execute_into(*plan, a, out);
-  return detail::adopt_shards<T, N, M>(plan->shape(), plan->dst(), std::move(out));
+  // A plan of this process for a's own sharding and shape, held by the cache while it runs.
+  const ReshardPlan& plan = *detail::cached_reshard_plan<T>(a.sharding(), new_sharding, a.shape());
+  auto out = detail::allocate_shards<T, N, M>(plan);
+  detail::run_reshard_engine(plan, a, out);
+  return detail::adopt_shards<T, N, M>(plan.shape(), plan.dst(), std::move(out));
 }
 
 }  // namespace darray

@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "darray/array/detail/blocks.hpp"
 #include "darray/core/index.hpp"
 #include "darray/redistribute/detail/engine.hpp"
 #include "darray/redistribute/plan.hpp"
@@ -26,7 +27,8 @@ inline void row_major_layout(const Index& box, int64_t* strides) { row_major_str
 struct ReshardMoves {
   MoveList list;
   std::vector<int> device_ids;
-  std::vector<Index> src_boxes, dst_boxes;
+  std::vector<Index> src_boxes;
+  std::vector<DeviceBlock> dst_blocks;  // device, box and replica id of each destination block
 };
 
 inline ReshardMoves reshard_moves(const ReshardPlan& plan, const BlockLayout& src_layout,
@@ -40,7 +42,7 @@ inline ReshardMoves reshard_moves(const ReshardPlan& plan, const BlockLayout& sr
     slot_of.emplace(d.id, static_cast<int>(out.device_ids.size()));
     out.device_ids.push_back(d.id);
     out.src_boxes.push_back(plan.src().index(plan.shape(), d));
-    out.dst_boxes.push_back(plan.dst().index(plan.shape(), d));
+    out.dst_blocks.push_back(DeviceBlock{d, plan.dst().index(plan.shape(), d), plan.dst().replica_id(d)});
   }
 
   int64_t strides[max_copy_rank];
@@ -51,8 +53,9 @@ inline ReshardMoves reshard_moves(const ReshardPlan& plan, const BlockLayout& sr
   };
   auto dst_region = [&](const PlanPiece& p) {
     const int b = slot(p.dst);
-    dst_layout(out.dst_boxes[static_cast<std::size_t>(b)], strides);
-    return region_in(b, out.dst_boxes[static_cast<std::size_t>(b)], p.box, strides);
+    const Index& box = out.dst_blocks[static_cast<std::size_t>(b)].index;
+    dst_layout(box, strides);
+    return region_in(b, box, p.box, strides);
   };
   for (const PlanPiece& p : plan.local_pieces())
     out.list.local.push_back(make_move(p.box, src_region(p), dst_region(p)));
@@ -69,10 +72,13 @@ inline ReshardMoves reshard_moves(const ReshardPlan& plan, const BlockLayout& sr
 
 // The engine of a plan between row-major blocks, built on the plan's first execution and kept with it.
 struct ReshardEngine {
-  std::vector<int> device_ids;  // buffer k is the block of device device_ids[k]
+  std::vector<int> device_ids;          // buffer k is the block of device device_ids[k]
+  std::vector<DeviceBlock> dst_blocks;  // and is made for the output as dst_blocks[k] says (allocate_shards)
   MoveEngine engine;
   ReshardEngine(ReshardMoves m, std::size_t element_bytes)
-      : device_ids(std::move(m.device_ids)), engine(std::move(m.list), element_bytes, "reshard") {}
+      : device_ids(std::move(m.device_ids)),
+        dst_blocks(std::move(m.dst_blocks)),
+        engine(std::move(m.list), element_bytes, "reshard") {}
 };
 
 inline const ReshardEngine& reshard_engine(const ReshardPlan& plan) {
