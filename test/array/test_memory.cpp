@@ -3,6 +3,7 @@
 // (the [cache_off] cases run under that setting only).
 #include <catch2/catch.hpp>
 #include <map>
+#include <random>
 #include <set>
 #include <string>
 #include <thread>
@@ -13,6 +14,7 @@
 #include "darray/array/memory.hpp"
 #include "darray/collectives/ppermute.hpp"
 #include "darray/collectives/reductions.hpp"
+#include "darray/ops/elementwise.hpp"
 #include "darray/redistribute/migrate.hpp"
 #include "darray/redistribute/reshard.hpp"
 
@@ -323,6 +325,68 @@ TEST_CASE("a result made from kept views carries its own sharding") {
     for (int64_t j = 0; j < 2; ++j)
       ok = got[static_cast<std::size_t>(d * 2 + j)] == static_cast<double>(((d + n - 1) % n) * 2 + j);
   REQUIRE(all_ok(ok));
+}
+
+// Results made in a random order from the blocks of results that went, while others stay alive: every live array
+// keeps its values (no result is ever given blocks an array still holds) and every new one has the right values.
+TEST_CASE("results made from kept blocks, in a random order of calls and releases, keep every live array's values") {
+  const int64_t n = device_count();
+  const NamedSharding rows = row_sharding(), all(make_mesh({n}, {"x"}), P{});
+  const int ni = static_cast<int>(n);
+  std::vector<std::pair<int, int>> shift;
+  for (int d = 0; d < ni; ++d) shift.emplace_back(d, (d + 1) % ni);
+  struct Live {
+    DistributedArray<double, 2> a;
+    std::vector<double> expected;  // row-major global values
+  };
+  std::vector<Live> live;
+  std::mt19937 rng(20261128);  // the same sequence on every process
+  const auto pick = [&](int bound) { return static_cast<int>(rng() % static_cast<unsigned>(bound)); };
+  const int64_t cols = 3;
+  for (int step = 0; step < 120; ++step) {
+    const int rows_per = 1 + pick(2);  // two block shapes: (1, 3) and (2, 3) per device
+    const Shape shape{rows_per * n, cols};
+    const auto count = static_cast<std::size_t>(rows_per * n * cols);
+    // The operand: a live array of this shape, if any.
+    const Live* operand = nullptr;
+    for (const Live& l : live)
+      if (l.a.shape() == shape && l.a.sharding() == rows) operand = &l;
+    Live made{full<double, 2>(shape, 0.0, rows), {}};
+    const int op = operand ? pick(5) : 0;
+    if (op == 0) {
+      const double v = static_cast<double>(step);
+      made.a = full<double, 2>(shape, v, rows);
+      made.expected.assign(count, v);
+    } else if (op == 1) {
+      made.a = operand->a + operand->a;
+      made.expected = operand->expected;
+      for (double& e : made.expected) e *= 2;
+    } else if (op == 2) {
+      made.a = ppermute(operand->a, "x", shift);  // block d moves to device d + 1
+      made.expected.resize(count);
+      const auto block = static_cast<std::size_t>(rows_per * cols);
+      for (int64_t d = 0; d < n; ++d)
+        for (std::size_t e = 0; e < block; ++e)
+          made.expected[static_cast<std::size_t>((d + 1) % n) * block + e] =
+              operand->expected[static_cast<std::size_t>(d) * block + e];
+    } else if (op == 3) {
+      made.a = reshard(reshard(operand->a, all), rows);
+      made.expected = operand->expected;
+    } else {
+      made = *operand;  // a copy: the same blocks, held twice
+    }
+    // Keep it, replacing a random live array now and then (whose blocks go to the pool), at most four alive.
+    if (live.size() < 4 && pick(3) != 0)
+      live.push_back(std::move(made));
+    else if (!live.empty())
+      live[static_cast<std::size_t>(pick(static_cast<int>(live.size())))] = std::move(made);
+    if (pick(5) == 0 && !live.empty()) live.erase(live.begin() + pick(static_cast<int>(live.size())));
+    for (const Live& l : live) {
+      const std::vector<double> got = process_allgather(l.a);
+      INFO("step " << step << ", op " << op);
+      REQUIRE(all_ok(got == l.expected));
+    }
+  }
 }
 
 TEST_CASE("memory_stats counts no block of a result that went") {
