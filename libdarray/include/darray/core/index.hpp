@@ -120,9 +120,14 @@ inline int64_t volume(const Index& index) {
 
 inline int64_t volume(const Shape& shape) { return check_volume("volume", shape); }
 
-inline Shape box_shape(const Index& index) {
-  Shape shape(index.size());
+// A box's extents (an empty slice counts 0), into the storage `shape` already has, or as a new Shape.
+inline void box_shape_into(const Index& index, Shape& shape) {
+  shape.resize(index.size());
   for (std::size_t d = 0; d < index.size(); ++d) shape[d] = index[d].size();
+}
+inline Shape box_shape(const Index& index) {
+  Shape shape;
+  box_shape_into(index, shape);
   return shape;
 }
 

@@ -30,11 +30,7 @@ std::vector<Shard<T, N, MemorySpace>> allocate_shards(const Blocks& blocks, bool
                                                       const std::string& label = "darray::shard") {
   static thread_local std::vector<Shape> shapes;  // the boxes' shapes, in storage kept from call to call
   shapes.resize(blocks.size());
-  for (std::size_t k = 0; k < blocks.size(); ++k) {
-    const Index& index = blocks[k].index;
-    shapes[k].resize(index.size());
-    for (std::size_t d = 0; d < index.size(); ++d) shapes[k][d] = index[d].stop - index[d].start;
-  }
+  for (std::size_t k = 0; k < blocks.size(); ++k) box_shape_into(blocks[k].index, shapes[k]);
   std::vector<Shard<T, N, MemorySpace>> shards =
       ShardListPool<Shard<T, N, MemorySpace>>::template take_with_views<T, N>(
           label, blocks.size(), [&](std::size_t k) -> const Shape& { return shapes[k]; }, initialize)
