@@ -3,9 +3,12 @@
 // Environment still owns its block, which then goes straight back to the system. This test's main
 // (DARRAY_TEST_BARE) starts MPI and Kokkos itself, so each case builds its own Environment.
 #include <catch2/catch.hpp>
+#include <condition_variable>
 #include <cstdlib>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "darray/array/detail/block_cache.hpp"
 #include "darray/darray.hpp"
@@ -75,6 +78,49 @@ TEST_CASE("the blocks of small results kept for the next result go back when the
     in_use_inside = cache.counters().bytes_in_use;
   }
   const std::size_t in_use_after = cache.counters().bytes_in_use;
+  INFO("bytes in use: " << in_use_before << " before, " << in_use_inside << " inside, " << in_use_after << " after");
+  REQUIRE(all_ok(in_use_inside > in_use_before && in_use_after == in_use_before));
+}
+
+// Only the Environment's own thread keeps a small result's blocks for the next one: the Environment's end lets go of
+// that thread's kept blocks, and could not reach another's (a thread still running when the Environment ends, as a
+// pool's workers may be, would hold them past the end, and past Kokkos' finalisation where the Environment does it).
+TEST_CASE("small results made on another thread keep no blocks past the Environment's end") {
+  auto& cache = detail::BlockCache<Host>::instance();
+  const std::size_t in_use_before = cache.counters().bytes_in_use;
+  std::mutex m;
+  std::condition_variable cv;
+  int stage = 0;  // 1: the worker's results went; 2: the worker may end
+  auto set_stage = [&](int k) {
+    {
+      const std::lock_guard<std::mutex> lock(m);
+      stage = k;
+    }
+    cv.notify_all();
+  };
+  auto wait_stage = [&](int k) {
+    std::unique_lock<std::mutex> lock(m);
+    cv.wait(lock, [&] { return stage >= k; });
+  };
+  std::thread worker;
+  std::size_t in_use_inside = 0;
+  {
+    Environment env;
+    const auto x = iota<double, 2, Host>({device_count(), 3}, rows());
+    worker = std::thread([&] {
+      {
+        auto y = x + x;  // elementwise: no MPI call, as a worker thread may make under MPI_THREAD_FUNNELED
+        y = x + x;
+      }
+      set_stage(1);
+      wait_stage(2);  // still running when the Environment ends
+    });
+    wait_stage(1);
+    in_use_inside = cache.counters().bytes_in_use;
+  }
+  const std::size_t in_use_after = cache.counters().bytes_in_use;
+  set_stage(2);
+  worker.join();
   INFO("bytes in use: " << in_use_before << " before, " << in_use_inside << " inside, " << in_use_after << " after");
   REQUIRE(all_ok(in_use_inside > in_use_before && in_use_after == in_use_before));
 }

@@ -291,6 +291,7 @@ class Environment {
       d.gpu_ordinal = setup.kind == DeviceKind::cuda ? ordinals[static_cast<std::size_t>(d.process_index)] : -1;
       if (d.process_index == s.rank) s.local_devices.push_back(d);
     }
+    s.thread = std::this_thread::get_id();
     s.active = true;
     DARRAY_LOG(info, "process " << s.rank << "/" << s.size << " launcher " << to_string(s.launcher.kind)
                                 << " local rank " << s.local_rank << " backend " << s.backend << " devices "

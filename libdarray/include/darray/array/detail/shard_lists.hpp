@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <thread>
 #include <typeinfo>
 #include <utility>
 #include <vector>
@@ -43,19 +44,26 @@ inline void drop_kept_views() noexcept {
   for (auto drop : kept_view_droppers()) drop();
 }
 
-// Once per thread and Environment, before a pool keeps views: the Environment's end lets go of them. False when the
-// hook could not be registered (then no view is kept).
+// Whether this thread's pools may keep views, asked once per thread and Environment: only on the Environment's own
+// thread, whose end lets go of them (the finalizer registered here runs there). Another thread's pools are out of
+// its reach: a worker still running when the Environment ends would hold its kept blocks past the end (and past
+// Kokkos' finalisation, where the Environment does it). False too when the finalizer could not be registered.
 inline bool drop_kept_views_at_finalize() noexcept {
-  static thread_local unsigned long registered = 0;  // the generation it was registered in, plus one
+  static thread_local unsigned long asked = 0;  // the generation last asked in, plus one
+  static thread_local bool keeps = false;
   const unsigned long now = environment_generation() + 1;
-  if (registered == now) return true;
-  try {
-    at_finalize([] { drop_kept_views(); });
-  } catch (...) {
-    return false;
+  if (asked == now) return keeps;
+  keeps = false;
+  if (state().thread == std::this_thread::get_id()) {
+    try {
+      at_finalize([] { drop_kept_views(); });
+    } catch (...) {
+      return false;
+    }
+    keeps = true;
   }
-  registered = now;
-  return true;
+  asked = now;
+  return keeps;
 }
 
 // The sharding of a result made from `list` (take_with_views): the one its last array had where that is `sharding`

@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "darray/core/error.hpp"
@@ -18,6 +19,7 @@ namespace detail {
 
 struct RuntimeState {
   bool active = false;
+  std::thread::id thread;         // the thread that made the Environment (its end runs the finalizers there)
   MPI_Comm comm = MPI_COMM_NULL;  // the library's private duplicate of MPI_COMM_WORLD
   int rank = 0;
   int size = 1;
