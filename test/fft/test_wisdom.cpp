@@ -542,11 +542,15 @@ TEST_CASE("estimate plans transform out of place; every strategy wisdom names, +
       if (world_rank() == 0) std::filesystem::remove(path);
       MPI_Barrier(MPI_COMM_WORLD);
       { const fft::Plan<double, Host> measured_plan(shape, sharding, measured(path, layout)); }
+      { const fft::RealPlan<double, Host> measured_plan(shape, sharding, measured(path, layout)); }
       const std::string text = from_root(read_text(path));
       const auto x = fft_test::random_array<C, Host>(shape, sharding, 95);
       const auto gx = process_allgather(x);
       const auto expected = Serial<double>::c2c(gx, shape, FFTW_FORWARD);
-      for (const char* method : {"passes", "guru", "tiled"})
+      const auto xr = fft_test::random_array<double, Host>(shape, sharding, 96);
+      const auto gxr = process_allgather(xr);
+      const auto expected_r = Serial<double>::r2c(gxr, shape);
+      for (const char* method : {"passes", "guru", "tiled", "planes"})
         for (const char* copy : {"", "+copy"}) {
           const std::string strategy = std::string(method) + copy;
           INFO(strategy);
@@ -562,6 +566,14 @@ TEST_CASE("estimate plans transform out of place; every strategy wisdom names, +
           const auto y = plan.forward(x);
           REQUIRE(all_ok(relative_error(process_allgather(y), expected) < 1e-12));
           REQUIRE(all_ok(relative_error(process_allgather(plan.backward(y)), gx) < 1e-12));
+          if (*copy != '\0') continue;  // r2c and c2r stages read and write different arrays: no copy variant
+          const fft::RealPlan<double, Host> rplan(shape, sharding, wise);
+          const std::string rd = rplan.describe();
+          INFO(rd);
+          REQUIRE(all_ok(contains(rd, "stage 0 ") && contains(rd, " forward " + strategy + " (wisdom)")));
+          const auto yr = rplan.forward(xr);
+          REQUIRE(all_ok(relative_error(process_allgather(yr), expected_r) < 1e-12));
+          REQUIRE(all_ok(relative_error(process_allgather(rplan.backward(yr)), gxr) < 1e-12));
         }
     }
   }

@@ -582,13 +582,16 @@ class FftwPlan {
   FftwPlan(const LocalProblem& problem, Method method, unsigned flags) : m_problem(problem) {
     const Shape& complex = problem.kind == Kind::r2c ? problem.out_block : problem.in_block;
     std::vector<int> guru, fused, tiled;
-    const bool paired = split(problem, method, flags, &guru, &fused, &tiled);
-    // Groups start at the outermost fused dim, else at the outermost strided guru dim when dims outside it hold
-    // several groups: the guru plan (and r2c/c2r's row pairs) then run group by group, each group still in cache
-    // for the next plan.
+    int outer = -1;
+    const bool paired = split(problem, method, flags, &guru, &fused, &tiled, &outer);
+    // Groups start at the outermost fused dim, else inside the planes split's outer dim, else at the outermost
+    // strided guru dim when dims outside it hold several groups: the guru plan (and r2c/c2r's row pairs) then run
+    // group by group, each group still in cache for the next plan.
     int start = -1;
     if (!fused.empty()) {
       start = fused.front();
+    } else if (outer >= 0) {
+      start = outer + 1;
     } else {
       const int last = static_cast<int>(complex.size()) - 1;
       for (int d : guru)
@@ -615,10 +618,10 @@ class FftwPlan {
         if (d >= start) inside.push_back(d - start);
       guru = std::move(inside);
       m_groups = groups_outside(complex, start);
-      m_in_group_bytes = static_cast<std::size_t>(volume(group.in_block)) * in_element_bytes<R>(problem.kind);
-      m_out_group_bytes = static_cast<std::size_t>(volume(group.out_block)) * out_element_bytes<R>(problem.kind);
       group_complex.assign(complex.begin() + static_cast<std::ptrdiff_t>(f), complex.end());
     }
+    m_in_group_bytes = static_cast<std::size_t>(volume(group.in_block)) * in_element_bytes<R>(problem.kind);
+    m_out_group_bytes = static_cast<std::size_t>(volume(group.out_block)) * out_element_bytes<R>(problem.kind);
     if (paired) {
       // The halved dim through row pairs, then FFTW's c2c plan of the other guru dims in place on the complex side.
       const int64_t n = problem.logical(problem.dims.back());
@@ -637,6 +640,16 @@ class FftwPlan {
       // r2c and c2r need their halved (innermost) dim in the guru plan; a c2c problem may be all tiled.
       m_main = std::make_unique<FftwGuruPlan<R>>(group, guru, flags);
     }
+    if (outer >= 0) {
+      // The outer dim over the whole block, in place on the complex side.
+      LocalProblem whole = problem;
+      whole.kind = Kind::c2c;
+      whole.forward = problem.kind == Kind::c2c ? problem.forward : problem.kind == Kind::r2c;
+      whole.in_block = whole.out_block = complex;
+      whole.dims = {outer};
+      whole.in_place = true;
+      m_outer = std::make_unique<FftwGuruPlan<R>>(whole, std::vector<int>{outer}, flags);
+    }
     for (int d : fused)
       m_fused.push_back(std::make_unique<FftwTiledPass<R>>(group_complex, d - start, problem.forward, flags));
     for (int d : tiled) m_passes.push_back(std::make_unique<FftwTiledPass<R>>(complex, d, problem.forward, flags));
@@ -648,14 +661,20 @@ class FftwPlan {
   }
 
   // The dims `method` leaves to the guru plan, those it tiles group by group and those it tiles over the whole
-  // block; true where r2c/c2r's halved dim goes to row pairs instead of the guru plan (equal splits mean equal
-  // plans).
+  // block, and the planes split's outer dim (-1: none); true where r2c/c2r's halved dim goes to row pairs instead of
+  // the guru plan (equal splits mean equal plans).
   static bool split(const LocalProblem& problem, Method method, unsigned flags, std::vector<int>* guru,
-                    std::vector<int>* fused, std::vector<int>* tiled) {
+                    std::vector<int>* fused, std::vector<int>* tiled, int* outer) {
     const int last = static_cast<int>(problem.in_block.size()) - 1;
     // The complex side's extents: what the tiled passes walk.
     const Shape& complex = problem.kind == Kind::r2c ? problem.out_block : problem.in_block;
+    *outer = -1;
+    if (method == Method::planes && problem.dims.size() >= 3) {
+      const int d = problem.dims.front();
+      if (d != last && complex[static_cast<std::size_t>(d)] > 1) *outer = d;
+    }
     for (int d : problem.dims) {
+      if (d == *outer) continue;
       std::size_t span = 2 * sizeof(R);
       for (std::size_t k = static_cast<std::size_t>(d); k < complex.size(); ++k)
         span *= static_cast<std::size_t>(complex[k]);
@@ -680,9 +699,21 @@ class FftwPlan {
   void execute(void* in, void* out) {
     switch (m_problem.kind) {
       case Kind::c2c: {
+        // An in-place problem run from another array (+copy): each group is copied right before its FFTs, still in
+        // cache for them, or the whole block first where nothing runs group by group.
+        const bool copy = m_problem.in_place && in != out;
+        const bool grouped = m_main || !m_fused.empty();
+        if (copy && !grouped) {
+          darray::detail::copy_bytes(out, in, m_in_group_bytes);
+          in = out;
+        }
         const void* src = in;
-        if (m_main || !m_fused.empty()) {
+        if (grouped) {
           for_each_group(in, out, [&](void* i, void* o, bool) {
+            if (copy) {
+              darray::detail::copy_bytes(o, i, m_in_group_bytes);
+              i = o;
+            }
             const void* s = i;
             if (m_main) {
               m_main->execute(i, o);
@@ -695,6 +726,7 @@ class FftwPlan {
           });
           src = out;
         }
+        if (m_outer) m_outer->execute(out, out);
         for (auto& pass : m_passes) {
           pass->execute(src, out);
           src = out;
@@ -711,9 +743,11 @@ class FftwPlan {
           }
           for (auto& pass : m_fused) pass->execute(o, o);
         });
+        if (m_outer) m_outer->execute(out, out);
         for (auto& pass : m_passes) pass->execute(out, out);
         break;
       case Kind::c2r:  // the c2c passes first, in place on the input (c2r may overwrite it anyway)
+        if (m_outer) m_outer->execute(in, in);
         for (auto& pass : m_passes) pass->execute(in, in);
         for_each_group(in, out, [&](void* i, void* o, bool more) {
           for (auto& pass : m_fused) pass->execute(i, i);
@@ -740,6 +774,7 @@ class FftwPlan {
   LocalProblem m_problem;
   std::unique_ptr<FftwRowPairs<R>> m_rows;                 // r2c/c2r's halved dim, when its rows go in pairs
   std::unique_ptr<FftwGuruPlan<R>> m_main;                 // on one group when dims are fused, else the block
+  std::unique_ptr<FftwGuruPlan<R>> m_outer;                // planes: the outer dim over the whole block, in place
   std::vector<std::unique_ptr<FftwTiledPass<R>>> m_fused;  // on one group, after m_main
   std::vector<std::unique_ptr<FftwTiledPass<R>>> m_passes;
   int64_t m_groups = 1;

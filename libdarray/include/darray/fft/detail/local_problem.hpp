@@ -20,11 +20,25 @@ enum class Kind { c2c, r2c, c2r };
 // batched FFT, scatter) per other strided dim, run plane by plane right after the FFTW plan where a plane fits in
 // cache, over the whole block where it does not, as fixed heuristics choose under FFTW_ESTIMATE; guru: one FFTW plan
 // for all dims (FFTW's own strided and multi-dim algorithms); tiled: a tiled pass over the whole block for every
-// strided dim. Measuring planners time all three.
-enum class Method { passes, guru, tiled };
-inline constexpr Method all_methods[] = {Method::passes, Method::guru, Method::tiled};
+// strided dim; planes: where two transformed dims or more lie inside the outermost one, FFTW's plan of those inner
+// dims plane by plane, then FFTW's plan of the outermost dim over the whole block (otherwise guru's split). Measuring
+// planners time all four. An in-place problem run from another array (the +copy strategies) copies each plane just
+// before its FFTs where the split runs plane by plane, so the plane is still in cache for them.
+enum class Method { passes, guru, tiled, planes };
+inline constexpr Method all_methods[] = {Method::passes, Method::guru, Method::tiled, Method::planes};
 
-inline const char* to_string(Method m) { return m == Method::passes ? "passes" : m == Method::guru ? "guru" : "tiled"; }
+inline const char* to_string(Method m) {
+  switch (m) {
+    case Method::passes:
+      return "passes";
+    case Method::guru:
+      return "guru";
+    case Method::tiled:
+      return "tiled";
+    default:
+      return "planes";
+  }
+}
 
 struct LocalProblem {
   Kind kind = Kind::c2c;
@@ -32,7 +46,7 @@ struct LocalProblem {
   Shape in_block;         // extents of the input block (real for r2c, complex otherwise)
   Shape out_block;        // extents of the output block (real for c2r); differs from in_block only in dim 2
   std::vector<int> dims;  // transformed dims, increasing; for r2c/c2r the last one is the halved dim (2)
-  bool in_place = false;  // c2c only
+  bool in_place = false;  // c2c only; run from another array (in != out), in's block is copied into out first
 
   // The real (logical) length of each transformed dim.
   int64_t logical(int d) const {

@@ -366,22 +366,29 @@ class PlanCore {
     return p;
   }
 
-  // The local FFTs of stage s on every local device's block, in the stage's axis order.
-  void fft(std::size_t s, Kind kind, bool forward, const std::vector<void*>& in, const std::vector<void*>& out) const {
+  // The local FFTs of stage s on every local device's block, in the stage's axis order; in place where in and out
+  // are the same blocks, or where `copy`: then in's blocks are copied into out's first (LocalProblem::in_place).
+  void fft(std::size_t s, Kind kind, bool forward, const std::vector<void*>& in, const std::vector<void*>& out,
+           bool copy = false) const {
     const auto& space = darray::detail::default_instance<typename M::execution_space>();
     const Method method = m_strategy[s][forward ? 0 : 1].method;
     // FFTW reads on the host what kernels may still be writing; cuFFT follows them on their instance's stream.
     if (darray::detail::host_accessible_v<M>) darray::detail::fence(space);
     for (std::size_t i = 0; i < in.size(); ++i)
-      m_local.execute(problem(s, kind, forward, i, in[i] == out[i]), method, in[i], out[i]);
+      m_local.execute(problem(s, kind, forward, i, copy || in[i] == out[i]), method, in[i], out[i]);
     darray::detail::fence(space);  // cuFFT runs asynchronously; MPI reads the result next
   }
 
   // Copies every local block of `from` into `to` (the blocks of stage s's complex array), then the FFTs in place.
+  // FFTW's plans copy themselves, plane by plane right before each plane's FFTs where they run planes (FftwPlan).
   void copy_then_fft(std::size_t s, bool forward, const std::vector<void*>& from, const std::vector<void*>& to) const {
-    for (std::size_t i = 0; i < from.size(); ++i)
-      copy_block(static_cast<const complex_type*>(from[i]), static_cast<complex_type*>(to[i]), volume(m_boxes[i][s]));
-    fft(s, Kind::c2c, forward, to, to);
+    if constexpr (LocalPlans<R, M>::backend == Backend::fftw) {
+      fft(s, Kind::c2c, forward, from, to, /*copy=*/true);
+    } else {
+      for (std::size_t i = 0; i < from.size(); ++i)
+        copy_block(static_cast<const complex_type*>(from[i]), static_cast<complex_type*>(to[i]), volume(m_boxes[i][s]));
+      fft(s, Kind::c2c, forward, to, to);
+    }
   }
 
   // Stage 0 from the input, then per stage a transpose and the local FFTs in place; the result ends in `out`.
@@ -661,8 +668,10 @@ class PlanCore {
         std::vector<std::vector<int>> sig;
         for (std::size_t i = 0; i < m_boxes.size(); ++i) {
           std::vector<int> guru, fused, tiled;
+          int outer = -1;
           const bool paired = FftwPlan<R>::split(slot_problem(slot, st, i), st.method, fftw_flags(m_local.level()),
-                                                 &guru, &fused, &tiled);
+                                                 &guru, &fused, &tiled, &outer);
+          guru.push_back(outer);
           guru.push_back(paired ? -2 : -1);
           guru.insert(guru.end(), fused.begin(), fused.end());
           guru.push_back(-1);
@@ -682,10 +691,11 @@ class PlanCore {
       std::vector<double> times(list.size(), std::numeric_limits<double>::max()), slowest(list.size(), 0.0);
       auto run = [&](const Strategy& st) {
         for (std::size_t i = 0; i < m_boxes.size(); ++i) {
+          // As the pipeline runs it (copy_then_fft): a copy variant's plan copies from a itself.
           const LocalProblem p = slot_problem(slot, st, i);
-          if (slot.variant && st.copy) copy_block(a[i].data(), b[i].data(), volume(m_boxes[i][slot.stage]));
-          void* in = p.in_place ? static_cast<void*>(b[i].data()) : static_cast<void*>(a[i].data());
-          m_local.execute(p, st.method, in, b[i].data());
+          const bool from_a = !p.in_place || (slot.variant && st.copy);
+          m_local.execute(p, st.method, from_a ? static_cast<void*>(a[i].data()) : static_cast<void*>(b[i].data()),
+                          b[i].data());
         }
       };
       double timed_s = 0;  // this process's time in timed rounds: processes may stop after different rounds
