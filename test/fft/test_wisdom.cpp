@@ -525,58 +525,59 @@ TEST_CASE("estimate plans transform out of place; every strategy wisdom names, +
           "[fft]") {
   TempDir dir;
   const std::string path = dir.file("fft.wisdom");
-  const Shape shape{12, 10, 8};
-  for (const Mesh& mesh : fft_test::test_meshes()) {
-    const NamedSharding sharding(mesh, mesh.ndim() == 1 ? P("x") : P("r", "c"));
-    for (auto layout : {fft::OutputLayout::same, fft::OutputLayout::transposed}) {
-      INFO(sharding << " layout " << layout);
-      fft::forget_wisdom();
-      fft::Options estimate;
-      estimate.output = layout;
-      const std::string heuristic = fft::Plan<double, Host>(shape, sharding, estimate).describe();
-      INFO(heuristic);
-      // Copying the input first and transforming in place only costs the copy (pipeline.hpp, default_strategy).
-      REQUIRE(all_ok(contains(heuristic, "stage 0 ") && !contains(heuristic, "+copy")));
+  // Odd lengths and dims of one point too: planes' outer dim of one point is no split; a plane of one row.
+  for (const Shape& shape : {Shape{12, 10, 8}, Shape{7, 1, 9}, Shape{9, 5, 3}, Shape{4, 6, 1}})
+    for (const Mesh& mesh : fft_test::test_meshes()) {
+      const NamedSharding sharding(mesh, mesh.ndim() == 1 ? P("x") : P("r", "c"));
+      for (auto layout : {fft::OutputLayout::same, fft::OutputLayout::transposed}) {
+        INFO(shape_to_string(shape) << " " << sharding << " layout " << layout);
+        fft::forget_wisdom();
+        fft::Options estimate;
+        estimate.output = layout;
+        const std::string heuristic = fft::Plan<double, Host>(shape, sharding, estimate).describe();
+        INFO(heuristic);
+        // Copying the input first and transforming in place only costs the copy (pipeline.hpp, default_strategy).
+        REQUIRE(all_ok(contains(heuristic, "stage 0 ") && !contains(heuristic, "+copy")));
 
-      write_on_root(path, "");
-      if (world_rank() == 0) std::filesystem::remove(path);
-      MPI_Barrier(MPI_COMM_WORLD);
-      { const fft::Plan<double, Host> measured_plan(shape, sharding, measured(path, layout)); }
-      { const fft::RealPlan<double, Host> measured_plan(shape, sharding, measured(path, layout)); }
-      const std::string text = from_root(read_text(path));
-      const auto x = fft_test::random_array<C, Host>(shape, sharding, 95);
-      const auto gx = process_allgather(x);
-      const auto expected = Serial<double>::c2c(gx, shape, FFTW_FORWARD);
-      const auto xr = fft_test::random_array<double, Host>(shape, sharding, 96);
-      const auto gxr = process_allgather(xr);
-      const auto expected_r = Serial<double>::r2c(gxr, shape);
-      for (const char* method : {"passes", "guru", "tiled", "planes"})
-        for (const char* copy : {"", "+copy"}) {
-          const std::string strategy = std::string(method) + copy;
-          INFO(strategy);
-          write_on_root(path, with_strategy(text, strategy));
-          fft::forget_wisdom();
-          fft::Options wise = estimate;
-          wise.wisdom_file = path;
-          const fft::Plan<double, Host> plan(shape, sharding, wise);
-          const std::string d = plan.describe();
-          INFO(d);
-          // Stage 0 forward reads the caller's array: it takes the copy variant too.
-          REQUIRE(all_ok(contains(d, "stage 0 ") && contains(d, " forward " + strategy + " (wisdom)")));
-          const auto y = plan.forward(x);
-          REQUIRE(all_ok(relative_error(process_allgather(y), expected) < 1e-12));
-          REQUIRE(all_ok(relative_error(process_allgather(plan.backward(y)), gx) < 1e-12));
-          if (*copy != '\0') continue;  // r2c and c2r stages read and write different arrays: no copy variant
-          const fft::RealPlan<double, Host> rplan(shape, sharding, wise);
-          const std::string rd = rplan.describe();
-          INFO(rd);
-          REQUIRE(all_ok(contains(rd, "stage 0 ") && contains(rd, " forward " + strategy + " (wisdom)")));
-          const auto yr = rplan.forward(xr);
-          REQUIRE(all_ok(relative_error(process_allgather(yr), expected_r) < 1e-12));
-          REQUIRE(all_ok(relative_error(process_allgather(rplan.backward(yr)), gxr) < 1e-12));
-        }
+        write_on_root(path, "");
+        if (world_rank() == 0) std::filesystem::remove(path);
+        MPI_Barrier(MPI_COMM_WORLD);
+        { const fft::Plan<double, Host> measured_plan(shape, sharding, measured(path, layout)); }
+        { const fft::RealPlan<double, Host> measured_plan(shape, sharding, measured(path, layout)); }
+        const std::string text = from_root(read_text(path));
+        const auto x = fft_test::random_array<C, Host>(shape, sharding, 95);
+        const auto gx = process_allgather(x);
+        const auto expected = Serial<double>::c2c(gx, shape, FFTW_FORWARD);
+        const auto xr = fft_test::random_array<double, Host>(shape, sharding, 96);
+        const auto gxr = process_allgather(xr);
+        const auto expected_r = Serial<double>::r2c(gxr, shape);
+        for (const char* method : {"passes", "guru", "tiled", "planes"})
+          for (const char* copy : {"", "+copy"}) {
+            const std::string strategy = std::string(method) + copy;
+            INFO(strategy);
+            write_on_root(path, with_strategy(text, strategy));
+            fft::forget_wisdom();
+            fft::Options wise = estimate;
+            wise.wisdom_file = path;
+            const fft::Plan<double, Host> plan(shape, sharding, wise);
+            const std::string d = plan.describe();
+            INFO(d);
+            // Stage 0 forward reads the caller's array: it takes the copy variant too.
+            REQUIRE(all_ok(contains(d, "stage 0 ") && contains(d, " forward " + strategy + " (wisdom)")));
+            const auto y = plan.forward(x);
+            REQUIRE(all_ok(relative_error(process_allgather(y), expected) < 1e-12));
+            REQUIRE(all_ok(relative_error(process_allgather(plan.backward(y)), gx) < 1e-12));
+            if (*copy != '\0') continue;  // r2c and c2r stages read and write different arrays: no copy variant
+            const fft::RealPlan<double, Host> rplan(shape, sharding, wise);
+            const std::string rd = rplan.describe();
+            INFO(rd);
+            REQUIRE(all_ok(contains(rd, "stage 0 ") && contains(rd, " forward " + strategy + " (wisdom)")));
+            const auto yr = rplan.forward(xr);
+            REQUIRE(all_ok(relative_error(process_allgather(yr), expected_r) < 1e-12));
+            REQUIRE(all_ok(relative_error(process_allgather(rplan.backward(yr)), gxr) < 1e-12));
+          }
+      }
     }
-  }
   fft::forget_wisdom();
 }
 
