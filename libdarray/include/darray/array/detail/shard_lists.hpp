@@ -48,7 +48,7 @@ inline void drop_kept_views() noexcept {
 // thread, whose end lets go of them (the finalizer registered here runs there). Another thread's pools are out of
 // its reach: a worker still running when the Environment ends would hold its kept blocks past the end (and past
 // Kokkos' finalisation, where the Environment does it). False too when the finalizer could not be registered.
-inline bool drop_kept_views_at_finalize() noexcept {
+inline bool may_keep_views() noexcept {
   static thread_local unsigned long asked = 0;  // the generation last asked in, plus one
   static thread_local bool keeps = false;
   const unsigned long now = environment_generation() + 1;
@@ -213,7 +213,7 @@ class ShardListPool {
       bytes += v.span() * sizeof(typename View::value_type);
     }
     return bytes <= kept_view_bytes && typeid(*record) == typeid(CachedBlockRecord<Memory>) && pool.m_droppable &&
-           drop_kept_views_at_finalize();
+           may_keep_views();
   }
 
   // Arrays may outlive the thread's pool (a static array destroyed after the thread-local objects): null then.
