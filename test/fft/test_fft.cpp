@@ -336,6 +336,66 @@ TEST_CASE("whole-block tiled passes over 16 MiB and more prefetch their rows: th
   for (const Shape& shape : {Shape{1024, 2, 1024}, Shape{128, 8, 2048}}) check_c2c_slabs(shape, 71);
 }
 
+// Whether a plan's second stage runs fused with its transposes (fft/detail/fused.hpp): a slab plan with the output in
+// the input's layout, of a job whose processes reach each other by single copy, with no replicated blocks.
+template <class PlanT>
+bool fused(const PlanT& plan) {
+  return plan.describe().find("fused") != std::string::npos;
+}
+
+TEST_CASE("a slab's second stage fused with its transposes: tiles of one dim and of two, partial tiles", "[fft]") {
+  // Tiles of about 512 KiB: 40 x 13 x 300 complex128 takes dim 1 two at a time (40 x 300 x 16 B = 192 KB a plane;
+  // 13 and 7 = 3 x 2 + 1 leave a partial tile), 40 x 12 x 900 splits dim 2 too (a plane of 576 KB: 819 + 81), its
+  // r2c half spectrum (451) one plane at a time, and complex64 halves every figure.
+  const bool reaches = process_count() > 1 && darray::detail::single_copy_reaches_all();
+  for (const Mesh& mesh : {make_mesh({device_count()}, {"x"})})
+    for (const PartitionSpec& spec : {P("x"), P(none, "x")})
+      for (const Shape& shape : {Shape{40, 13, 300}, Shape{40, 12, 900}})
+        for (auto layout : {fft::OutputLayout::same, fft::OutputLayout::transposed}) {
+          const NamedSharding sharding(mesh, spec);
+          fft::Options options;
+          options.output = layout;
+          INFO(sharding << " shape " << shape_to_string(shape) << " layout " << layout);
+          const fft::Plan<double> plan(shape, sharding, options);
+          REQUIRE(all_ok(fused(plan) == (reaches && layout == fft::OutputLayout::same)));
+          const auto x = fft_test::random_array<C>(shape, sharding, 61);
+          const auto gx = process_allgather(x);
+          auto y = plan.allocate_output();
+          plan.forward(x, y);
+          REQUIRE(all_ok(relative_error(process_allgather(y), Serial<double>::c2c(gx, shape, FFTW_FORWARD)) < 1e-12));
+          plan.forward(x, y);  // again into the same blocks: the tiles' addresses are exchanged per call
+          REQUIRE(all_ok(relative_error(process_allgather(y), Serial<double>::c2c(gx, shape, FFTW_FORWARD)) < 1e-12));
+          REQUIRE(all_ok(relative_error(process_allgather(plan.backward(y)), gx) < 1e-12));
+          REQUIRE(all_ok(relative_error(process_allgather(x), gx) == 0.0));
+          const fft::Plan<float> single(shape, sharding, options);
+          const auto xf = fft_test::random_array<Cf>(shape, sharding, 62);
+          const auto gxf = process_allgather(xf);
+          REQUIRE(all_ok(relative_error(process_allgather(single.forward(xf)),
+                                        Serial<float>::c2c(gxf, shape, FFTW_FORWARD)) < 1e-5));
+          options.planner = fft::Planner::measure;
+          check_real_round_trip<double>(shape, sharding, options, 63, 1e-12);
+        }
+}
+
+TEST_CASE("a fused stage run forward on one process and backward on another is the same error everywhere", "[fft]") {
+  const Shape shape{8, 6, 10};
+  const NamedSharding sharding(make_mesh({device_count()}, {"x"}), P("x"));
+  const fft::Plan<double> plan(shape, sharding);
+  if (!fused(plan)) return;  // needs two processes that reach each other by single copy
+  const auto x = fft_test::random_array<C>(shape, sharding, 64);
+  auto y = plan.allocate_output();
+  if (process_index() == 0)
+    DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, plan.forward(x, y), "ran different transforms at the same time",
+                              "the same plan's forward() or backward()");
+  else
+    DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, plan.backward(x, y), "ran different transforms at the same time",
+                              "the same plan's forward() or backward()");
+  // Both sides go on to the same next transform.
+  plan.forward(x, y);
+  REQUIRE(all_ok(relative_error(process_allgather(y), Serial<double>::c2c(process_allgather(x), shape, FFTW_FORWARD)) <
+                 1e-12));
+}
+
 TEST_CASE("r2c/c2r rows of power-of-two lengths go two at a time through one complex FFT", "[fft]") {
   // Rows of 8 to 128 reals (to 64 under FFTW_MEASURE) go in pairs, a 32 KiB tile of pairs per complex FFT. Row counts
   // at one device: 5 x 3 (odd: the last row pairs with zeros), 3 x 7 x 64 (11 pairs, under one tile of 32), 5 x 33 x

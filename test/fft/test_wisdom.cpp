@@ -656,8 +656,13 @@ TEST_CASE("a measured plan's backward c2c stage takes its forward twin's choice,
     REQUIRE(all_ok(from_root(d) == d));
     const std::vector<DescribedStage> stages = described_stages(d);
     REQUIRE(all_ok(!stages.empty()));
-    int following = 0;
+    int following = 0, fused = 0;
     for (const DescribedStage& s : stages) {
+      if (s.forward == "fused") {  // a slab's second stage on one node (fft/detail/fused.hpp): nothing to measure
+        ++fused;
+        REQUIRE(all_ok(s.backward == "fused" && !s.forward_times && !s.backward_times));
+        continue;
+      }
       REQUIRE(all_ok(s.forward_times));
       if (s.as_forward) {
         ++following;
@@ -670,7 +675,7 @@ TEST_CASE("a measured plan's backward c2c stage takes its forward twin's choice,
     // later stages transform in place in both directions.
     const bool one_device = mesh.size() == 1;
     REQUIRE(all_ok(stages[0].as_forward == one_device));
-    REQUIRE(all_ok(following == (one_device ? 1 : static_cast<int>(stages.size()) - 1)));
+    REQUIRE(all_ok(following + fused == (one_device ? 1 : static_cast<int>(stages.size()) - 1)));
     check_c2c(plan, shape, sharding, 93);
   }
   fft::forget_wisdom();

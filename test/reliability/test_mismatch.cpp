@@ -149,8 +149,11 @@ TEST_CASE("fft forward here and backward on the last process: an error on every 
   const int64_t n = 4 * device_count();
   const fft::Plan<double> plan({n, n, n}, slabs);
   const auto x = iota<Kokkos::complex<double>, 3>({n, n, n}, slabs);
+  // Where the slab's second stage runs fused with its transposes (one node, single copies: fft/detail/fused.hpp),
+  // the processes compare the stage's fingerprint before they touch each other's blocks.
+  const bool fused = plan.describe().find("fused") != std::string::npos;
   require_mismatch_between([&] { (void)plan.backward(x); }, [&] { (void)plan.forward(x); },
-                           "sent data of another operation");
+                           fused ? "ran different transforms at the same time" : "sent data of another operation");
 }
 
 TEST_CASE("all_gather of float32 here and int32 on the last process: an error on every process") {

@@ -1,6 +1,7 @@
 // The pipeline behind fft::Plan and fft::RealPlan: stages, local axis orders, transposes, local FFT plans, work
 // buffers, and the forward and backward passes through them. Arrays the caller sees are row-major; the work buffers
-// of later stages may hold their blocks in another axis order.
+// of later stages may hold their blocks in another axis order. Where the job's processes reach each other's memory
+// (one node), a slab's second stage runs fused with the transposes around it (fused.hpp) instead.
 #pragma once
 
 #include "darray/config.hpp"
@@ -24,6 +25,7 @@
 #include "darray/array/distributed_array.hpp"
 #include "darray/comm/check.hpp"
 #include "darray/core/error.hpp"
+#include "darray/fft/detail/fused.hpp"
 #include "darray/fft/detail/local.hpp"
 #include "darray/fft/detail/transpose.hpp"
 #include "darray/fft/detail/wisdom.hpp"
@@ -163,6 +165,18 @@ class PlanCore {
       m_to_input = transpose(n - 1, 0, m_orders[n - 1], row_major_order, 3072);
       m_from_input = transpose(0, n - 1, row_major_order, m_orders[n - 1], 4096);
     }
+    // A slab's second stage fused with its transposes where the processes reach each other's memory (fused.hpp),
+    // from stage 0's blocks back into them. Not with a transposed output: there the unfused stage copies once
+    // (straight into the output, then its FFTs in place) where the fused one copies twice, and blocks that stay in
+    // cache go faster unfused (bench/fft at 2 processes, FFTW_MEASURE, fused -> unfused: c2c 64^3 0.96-1.01 ->
+    // 0.89x FFTW-MPI, r2c 64^3 and 128^3 1.03-1.08 -> 0.90-0.97x; with the same layout fused wins at every size).
+    if (LocalPlans<R, M>::backend == Backend::fftw && n == 2 && !transposed() && fused_stage_possible(m_shardings[1]))
+      for (int dir = 0; dir < 2; ++dir) {
+        const std::uint64_t operation = darray::detail::operation_fingerprint(
+            m_shardings[0], m_shardings[1], m_cshape, {5120 + dir, real ? 1 : 0, static_cast<int64_t>(sizeof(R))});
+        m_fused[dir] = std::make_unique<FusedStage<complex_type>>(m_shardings[0], m_shardings[1], m_shardings[0],
+                                                                  m_cshape, m_stages[1].dims, operation);
+      }
     MPI_Comm comm = darray::detail::world_comm();
     // Under DARRAY_TIMEOUT_S a process that never builds this plan is an error here, not a hang in the agreements
     // below (whose waits for one process's planning have no deadline: measuring may take minutes).
@@ -210,6 +224,11 @@ class PlanCore {
        << ", backend " << backend() << ", " << transposes() << " transposes\n";
     for (std::size_t s = 0; s < m_stages.size(); ++s) {
       os << "  stage " << s << " " << m_stages[s] << ":";
+      if (fused(s)) {
+        os << " forward fused (single copies), backward fused (single copies)\n"
+           << "    with the transposes around it, tile by tile (FFTW's plan of each tile)\n";
+        continue;
+      }
       for (int d = 0; d < 2; ++d)
         os << (d == 0 ? " forward " : ", backward ") << to_string(m_strategy[s][d]) << " (" << m_source[s][d] << ")";
       os << "\n";
@@ -366,6 +385,31 @@ class PlanCore {
     return p;
   }
 
+  bool fused(std::size_t s) const { return s == 1 && m_fused[0] != nullptr; }
+  LocalProblem tile_problem(const Index& box, bool forward) const {
+    LocalProblem p;
+    p.kind = Kind::c2c;
+    p.forward = forward;
+    p.in_block = p.out_block = box_shape(box);
+    p.dims = m_stages[1].dims;
+    p.in_place = true;
+    return p;
+  }
+  // The fused stage 1 (forward or backward) from the blocks `from` to the blocks `to`.
+  void run_fused(bool forward, const std::vector<void*>& from, const std::vector<void*>& to) const {
+    const FusedStage<complex_type>& stage = *m_fused[forward ? 0 : 1];
+    if (m_tile.extent(0) < static_cast<std::size_t>(stage.max_tile_elements()))
+      m_tile = Kokkos::View<complex_type*, M>(Kokkos::view_alloc("darray::fft tile", Kokkos::WithoutInitializing),
+                                              static_cast<std::size_t>(stage.max_tile_elements()));
+    std::vector<const complex_type*> a;
+    std::vector<complex_type*> b;
+    for (void* p : from) a.push_back(static_cast<const complex_type*>(p));
+    for (void* p : to) b.push_back(static_cast<complex_type*>(p));
+    stage.run(m_api, a, b, m_tile.data(), [&](const typename FusedStage<complex_type>::Tile& t, complex_type* tile) {
+      m_local.execute(tile_problem(t.box, forward), Method::guru, tile, tile);
+    });
+  }
+
   // The local FFTs of stage s on every local device's block, in the stage's axis order; in place where in and out
   // are the same blocks, or where `copy`: then in's blocks are copied into out's first (LocalProblem::in_place).
   void fft(std::size_t s, Kind kind, bool forward, const std::vector<void*>& in, const std::vector<void*>& out,
@@ -410,6 +454,10 @@ class PlanCore {
     } else {
       fft(0, first, true, in, cur);
     }
+    if (fused(1)) {
+      run_fused(true, cur, out);
+      return;
+    }
     for (std::size_t s = 1; s < n; ++s) {
       // The last stage of a transposed-output plan in row-major order lands in `out` without a final copy.
       const bool direct = s + 1 == n && transposed() && m_orders[s] == row_major_order;
@@ -434,6 +482,16 @@ class PlanCore {
   void backward_pipeline(Kind last, const std::vector<void*>& in, const std::vector<void*>& out) const {
     const std::size_t n = m_stages.size();
     std::vector<void*> cur = work(0);
+    if (fused(1)) {  // stage 1 straight into stage 0's blocks: `out` itself for c2c, a work buffer before a c2r
+      if (last == Kind::c2c) {
+        run_fused(false, in, out);
+        fft(0, Kind::c2c, false, out, out);
+      } else {
+        run_fused(false, in, cur);
+        fft(0, Kind::c2r, false, cur, out);
+      }
+      return;
+    }
     if (n == 1) {
       if (last == Kind::c2c) {
         if (m_strategy[0][1].copy && in != out)
@@ -502,6 +560,7 @@ class PlanCore {
     const std::size_t n = m_stages.size();
     std::vector<Slot> out;
     for (std::size_t s = 0; s < n; ++s) {
+      if (fused(s)) continue;  // its tiles' plans: prepare_fused()
       if (s == 0 && m_real) {
         out.push_back({0, Kind::r2c, true, false});
         out.push_back({0, Kind::c2r, false, false});
@@ -542,6 +601,11 @@ class PlanCore {
   // instead of being measured: FFTW's codelets for the two signs are mirror images, so the candidates' times match
   // (1 process, 128^3: passes 15.0 / 14.8 ms, guru 16.0 / 15.8, tiled 16.1 / 15.7), and measuring both directions
   // doubled the planning. Its FFTW plans are still planned with the planner's flags.
+  void prepare_fused() {
+    for (int dir = 0; dir < 2 && m_fused[0]; ++dir)
+      for (const auto& t : m_fused[dir]->tiles()) m_local.prepare(tile_problem(t.box, dir == 0), Method::guru);
+  }
+
   void choose_strategies() {
     MPI_Comm comm = darray::detail::world_comm();
     const std::vector<Slot> all = slots();
@@ -588,6 +652,7 @@ class PlanCore {
     // followers', or the followers' strategies once their twins have chosen.
     enum class Build { every_slot, open_candidates, followers };
     auto build = [&](Build what) {
+      if (what != Build::followers) prepare_fused();
       for (std::size_t k = 0; k < all.size(); ++k) {
         const Slot& slot = all[k];
         const bool following = std::find(follow.begin(), follow.end(), k) != follow.end();
@@ -635,6 +700,8 @@ class PlanCore {
       in_turn(Build::followers);
     }
     std::set<std::pair<LocalProblem, Method>> keep;
+    for (int dir = 0; dir < 2 && m_fused[0]; ++dir)
+      for (const auto& t : m_fused[dir]->tiles()) keep.emplace(tile_problem(t.box, dir == 0), Method::guru);
     for (const Slot& slot : all) {
       const Strategy& st = m_strategy[slot.stage][slot.forward ? 0 : 1];
       for (std::size_t i = 0; i < m_boxes.size(); ++i) keep.emplace(slot_problem(slot, st, i), st.method);
@@ -747,6 +814,8 @@ class PlanCore {
   std::string m_wisdom;                               // what happened to Options::wisdom_file
   mutable std::vector<Kokkos::View<complex_type*, M>> m_work[2];
   mutable Staging<complex_type, M> m_staging;
+  std::unique_ptr<FusedStage<complex_type>> m_fused[2];  // forward, backward: stage 1 fused (fused.hpp), or none
+  mutable Kokkos::View<complex_type*, M> m_tile;         // the fused stage's tile
 };
 
 }  // namespace detail

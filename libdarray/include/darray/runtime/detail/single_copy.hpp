@@ -32,9 +32,10 @@ struct PeerRange {
   std::size_t bytes;
 };
 
-// Copies every range from process `pid`, in calls of at most 1024 ranges (IOV_MAX). Returns 0, or the errno of the
-// call that failed (or EFAULT when it copied fewer bytes than asked).
-inline int read_from_process(int pid, const std::vector<PeerRange>& ranges) {
+// Copies every range from process `pid` (or, with `write`, to it: PeerRange::local is then the source), in calls of
+// at most 1024 ranges (IOV_MAX). Returns 0, or the errno of the call that failed (or EFAULT when it copied fewer
+// bytes than asked).
+inline int copy_with_process(int pid, const std::vector<PeerRange>& ranges, bool write) {
 #if defined(__linux__)
   constexpr std::size_t batch = 1024;
   static thread_local std::vector<iovec> local, remote;
@@ -49,7 +50,9 @@ inline int read_from_process(int pid, const std::vector<PeerRange>& ranges) {
       remote[k] = iovec{reinterpret_cast<void*>(static_cast<std::uintptr_t>(r.remote)), r.bytes};
       bytes += r.bytes;
     }
-    const ssize_t got = ::process_vm_readv(static_cast<pid_t>(pid), local.data(), n, remote.data(), n, 0);
+    const auto p = static_cast<pid_t>(pid);
+    const ssize_t got = write ? ::process_vm_writev(p, local.data(), n, remote.data(), n, 0)
+                              : ::process_vm_readv(p, local.data(), n, remote.data(), n, 0);
     if (got < 0) return errno != 0 ? errno : EFAULT;
     if (static_cast<std::size_t>(got) != bytes) return EFAULT;
   }
@@ -57,21 +60,30 @@ inline int read_from_process(int pid, const std::vector<PeerRange>& ranges) {
 #else
   (void)pid;
   (void)ranges;
+  (void)write;
   return ENOSYS;
 #endif
 }
 
+inline int read_from_process(int pid, const std::vector<PeerRange>& ranges) {
+  return copy_with_process(pid, ranges, false);
+}
+inline int write_to_process(int pid, const std::vector<PeerRange>& ranges) {
+  return copy_with_process(pid, ranges, true);
+}
+
 // Collective over `world` (its processes' ranks index the result) and `node` (this node's processes). Every process
-// of the node publishes its process id and the address of a known word; each reads every other's word. When all
-// succeed and every process of the node wants single copies, returns each node process's id at its world rank
-// (others -1); else an empty vector.
+// of the node publishes its process id and the address of a known word; each reads every other's word and writes it
+// back unchanged (the FFT's fused stages write into their peers' blocks: fft/detail/fused.hpp). When all succeed and
+// every process of the node wants single copies, returns each node process's id at its world rank (others -1); else an
+// empty vector.
 inline std::vector<int> probe_single_copy(MPI_Comm world, MPI_Comm node, bool wanted) {
   int world_size = 0, world_rank = 0, node_size = 0;
   DARRAY_MPI_CHECK(MPI_Comm_size(world, &world_size));
   DARRAY_MPI_CHECK(MPI_Comm_rank(world, &world_rank));
   DARRAY_MPI_CHECK(MPI_Comm_size(node, &node_size));
   if (node_size < 2) return {};
-  static const std::uint64_t word = 0x6461727261790001ull;  // "darray", 1
+  static std::uint64_t word = 0x6461727261790001ull;  // "darray", 1; writable: peers write it back
 #if defined(__linux__)
   const auto pid = static_cast<std::int64_t>(::getpid());
 #else
@@ -88,7 +100,9 @@ inline std::vector<int> probe_single_copy(MPI_Comm world, MPI_Comm node, bool wa
     if (!ok || e[1] == world_rank) continue;
     std::uint64_t got = 0;
     const std::vector<PeerRange> range{PeerRange{&got, static_cast<std::uint64_t>(e[2]), sizeof got}};
-    if (read_from_process(static_cast<int>(e[0]), range) != 0 || got != word) ok = 0;
+    if (read_from_process(static_cast<int>(e[0]), range) != 0 || got != word ||
+        write_to_process(static_cast<int>(e[0]), range) != 0)
+      ok = 0;
   }
   DARRAY_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, node));
   if (!ok) return {};
@@ -107,8 +121,8 @@ inline int single_copy_pid(int process) {
   return process >= 0 && static_cast<std::size_t>(process) < pids.size() ? pids[static_cast<std::size_t>(process)] : -1;
 }
 
-// Whether this process can read every process of the job by single copy (the job on one node and the probe passed
-// there): the same answer on every process.
+// Whether this process can read and write every process of the job by single copy (the job on one node and the probe
+// passed there): the same answer on every process.
 inline bool single_copy_reaches_all() {
   const std::vector<int>& pids = state().single_copy_pids;
   if (pids.empty()) return false;

@@ -1,0 +1,280 @@
+// A stage of a distributed FFT fused with the transposes around it, where every process of the job can read and
+// write every other's memory (one node, single copies: runtime/detail/single_copy.hpp). Tile by tile, each process
+// gathers a cache-sized part of its block of the stage straight from the blocks it comes from (its own and its
+// peers'), runs the stage's FFTs on it there, and writes the result straight into the blocks it goes to. The stage's
+// data then crosses memory once each way, instead of a transpose into a work buffer, a pass (or more) of FFTs over
+// the whole block, and a transpose out of it (bench/README, "A slab's second stage fused with its transposes").
+#pragma once
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <sstream>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "darray/array/detail/stream_copy.hpp"
+#include "darray/array/detail/strided_copy.hpp"
+#include "darray/core/error.hpp"
+#include "darray/core/index.hpp"
+#include "darray/redistribute/reshard.hpp"
+#include "darray/runtime/detail/agree.hpp"
+#include "darray/runtime/detail/arrival.hpp"
+#include "darray/runtime/detail/single_copy.hpp"
+#include "darray/runtime/environment.hpp"
+#include "darray/sharding/named_sharding.hpp"
+
+namespace darray {
+namespace fft {
+namespace detail {
+
+// Bytes of one tile: the FFTs of a tile then run in the core's cache (L2 is 1-2 MiB per core on the CPUs we meet).
+// 128^3 c2c at 2 processes, a (128, jt, 128) tile of the second stage (a scratch prototype, the blocks out of cache as
+// in bench/fft): jt = 1 (256 KiB) 6.1 ms, 2 (512 KiB) 5.3 ms, 4 (1 MiB) 5.6 ms per fused stage.
+inline constexpr int64_t fused_tile_bytes = int64_t(512) << 10;
+
+// Whether a stage between `from` and `to` can run fused: every process of the job reaches every other by single copy,
+// and no two devices hold the same block of the stage (replicas would read a region while their twin writes it).
+// The same answer on every process (replicated metadata and the Environment's agreed probe).
+inline bool fused_stage_possible(const NamedSharding& stage) {
+  if (process_count() < 2 || !darray::detail::single_copy_reaches_all()) return false;
+  for (const Device& d : stage.mesh().devices())
+    if (stage.replica_id(d) != 0) return false;
+  return true;
+}
+
+// The tiles of one stage of one FFT plan and direction on this process's devices, with every copy that gathers them
+// from the `from` sharding's blocks and scatters them to the `to` sharding's blocks. Blocks are row-major (the stage
+// orders of a plan whose processes reach each other by single copy: pipeline.hpp's stage_order) of the complex shape.
+template <class T>
+class FusedStage {
+ public:
+  // A copy between a tile and one block of a device: of its process, at position `slot` among that process's blocks
+  // (the local-device order of a DistributedArray's shards). Source and destination offsets of `geometry` are the
+  // block's and the tile's (gather) or the tile's and the block's (scatter).
+  struct Copy {
+    int process = 0;
+    int slot = 0;
+    darray::detail::CopyGeometry geometry;
+  };
+  struct Tile {
+    std::size_t block = 0;  // this process's block of the stage (local device position)
+    Index box;
+    std::vector<Copy> in, out;
+  };
+
+  // `stage`: the stage's sharding (its transformed dims whole in every block); `from` and `to`: the shardings of the
+  // blocks read and written; `operation`: what identifies the stage and direction across processes (checked per run,
+  // so processes running different transforms get an error, not each other's blocks). Collective over nothing.
+  FusedStage(const NamedSharding& from, const NamedSharding& stage, const NamedSharding& to, const Shape& shape,
+             const std::vector<int>& dims, std::uint64_t operation)
+      : m_operation(operation) {
+    const Mesh& mesh = stage.mesh();
+    // Every device's position among its process's devices of the mesh (local-device order).
+    std::vector<Device> devs = mesh.devices();
+    std::sort(devs.begin(), devs.end(), [](const Device& a, const Device& b) {
+      return a.process_index != b.process_index ? a.process_index < b.process_index : a.local_index < b.local_index;
+    });
+    std::unordered_map<int, int> slot_of;
+    m_slots.assign(static_cast<std::size_t>(process_count()), 0);
+    for (const Device& d : devs) slot_of[d.id] = m_slots[static_cast<std::size_t>(d.process_index)]++;
+    std::vector<Device> mine;
+    for (const Device& d : local_devices())
+      if (mesh.contains(d)) mine.push_back(d);
+
+    const auto gather = reshard_plan<T>(from, stage, shape);
+    const auto scatter = reshard_plan<T>(stage, to, shape);
+    std::vector<const PlanPiece*> in, out;
+    for (const PlanPiece& p : gather->local_pieces()) in.push_back(&p);
+    for (const PeerPieces& peer : gather->recvs())
+      for (const PlanPiece& p : peer.pieces) in.push_back(&p);
+    for (const PlanPiece& p : scatter->local_pieces()) out.push_back(&p);
+    for (const PeerPieces& peer : scatter->sends())
+      for (const PlanPiece& p : peer.pieces) out.push_back(&p);
+
+    for (std::size_t k = 0; k < mine.size(); ++k) {
+      const Index block = stage.index(shape, mine[k]);
+      for (const Index& box : tiles(block, dims, sizeof(T))) {
+        Tile t{k, box, {}, {}};
+        for (const PlanPiece* p : in) {
+          if (p->dst != mine[k]) continue;
+          const Index region = intersect(p->box, box);
+          if (volume(region) == 0) continue;
+          t.in.push_back(Copy{
+              p->src.process_index, slot_of.at(p->src.id),
+              darray::detail::simplify(darray::detail::box_copy_geometry(from.index(shape, p->src), box, region))});
+        }
+        for (const PlanPiece* p : out) {
+          if (p->src != mine[k]) continue;
+          const Index region = intersect(p->box, box);
+          if (volume(region) == 0) continue;
+          t.out.push_back(
+              Copy{p->dst.process_index, slot_of.at(p->dst.id),
+                   darray::detail::simplify(darray::detail::box_copy_geometry(box, to.index(shape, p->dst), region))});
+        }
+        m_max_tile = std::max(m_max_tile, volume(box));
+        m_streaming_bytes += volume(box) * static_cast<int64_t>(sizeof(T));
+        m_tiles.push_back(std::move(t));
+      }
+    }
+    m_streaming = static_cast<std::size_t>(m_streaming_bytes) >= darray::detail::streaming_min_total_bytes;
+  }
+
+  const std::vector<Tile>& tiles() const { return m_tiles; }
+  int64_t max_tile_elements() const { return m_max_tile; }
+
+  // Runs the stage: `from` and `to` are this process's blocks of the two shardings (local-device order), `tile` a
+  // buffer of max_tile_elements(), fft(tile, buffer) the stage's FFTs on a tile in place. Collective over the job: the
+  // blocks' addresses are exchanged first (after which peers read `from` and write `to`), and no process returns
+  // before every process is done with every block. A failed copy (a peer gone) is the same error on every process.
+  template <class FFT>
+  void run(const char* api, const std::vector<const T*>& from, const std::vector<T*>& to, T* tile, FFT&& fft) const {
+    MPI_Comm comm = darray::detail::world_comm();
+    const int procs = process_count(), me = process_index();
+    // Per process: the operation, then per block the addresses of its `from` and `to` blocks.
+    std::vector<int> counts(static_cast<std::size_t>(procs)), offsets(static_cast<std::size_t>(procs));
+    int total = 0;
+    for (int p = 0; p < procs; ++p) {
+      offsets[static_cast<std::size_t>(p)] = total;
+      counts[static_cast<std::size_t>(p)] = 1 + 2 * m_slots[static_cast<std::size_t>(p)];
+      total += counts[static_cast<std::size_t>(p)];
+    }
+    std::vector<std::uint64_t> mine(static_cast<std::size_t>(counts[static_cast<std::size_t>(me)]));
+    mine[0] = m_operation;
+    for (std::size_t k = 0; k < from.size(); ++k) {
+      mine[1 + 2 * k] = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(from[k]));
+      mine[2 + 2 * k] = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(to[k]));
+    }
+    std::vector<std::uint64_t> all(static_cast<std::size_t>(total));
+    darray::detail::arrive_together(comm, api);  // under DARRAY_TIMEOUT_S: a process that never comes is an error
+    DARRAY_MPI_CHECK(MPI_Allgatherv(mine.data(), static_cast<int>(mine.size()), MPI_UINT64_T, all.data(), counts.data(),
+                                    offsets.data(), MPI_UINT64_T, comm));
+    const std::uint64_t first = all[0];
+    for (int p = 1; p < procs; ++p) {
+      const std::uint64_t theirs = all[static_cast<std::size_t>(offsets[static_cast<std::size_t>(p)])];
+      DARRAY_THROW_IF(theirs != first, InvalidArgument, api,
+                      "processes 0 and " << p << " ran different transforms at the same time (operations " << first
+                                         << " and " << theirs
+                                         << "): every process must call the same plan's forward() or backward()");
+    }
+    auto address = [&](const Copy& c, int which) {
+      return all[static_cast<std::size_t>(offsets[static_cast<std::size_t>(c.process)] + 1 + 2 * c.slot + which)];
+    };
+
+    int failed_errno = 0, failed_process = -1;
+    std::vector<std::vector<darray::detail::PeerRange>>& ranges = m_ranges;
+    ranges.resize(static_cast<std::size_t>(procs));
+    // Copies of one direction of a tile: same-process ones at once, the others gathered per process into one call.
+    auto move = [&](const std::vector<Copy>& copies, bool gathering) {
+      for (auto& r : ranges) r.clear();
+      for (const Copy& c : copies) {
+        if (c.process == me) {
+          if (gathering)
+            darray::detail::strided_copy_host<T>(from[static_cast<std::size_t>(c.slot)], tile, c.geometry, false);
+          else
+            darray::detail::strided_copy_host<T>(tile, to[static_cast<std::size_t>(c.slot)], c.geometry, m_streaming);
+          continue;
+        }
+        const std::uint64_t base = address(c, gathering ? 0 : 1);
+        auto& r = ranges[static_cast<std::size_t>(c.process)];
+        darray::detail::for_each_run(c.geometry, [&](int64_t s, int64_t d, int64_t run) {
+          const int64_t remote = gathering ? s : d;
+          T* local = tile + (gathering ? d : s);
+          r.push_back(darray::detail::PeerRange{local, base + static_cast<std::uint64_t>(remote) * sizeof(T),
+                                                static_cast<std::size_t>(run) * sizeof(T)});
+        });
+      }
+      for (int p = 0; p < procs && failed_errno == 0; ++p) {
+        const auto& r = ranges[static_cast<std::size_t>(p)];
+        if (r.empty()) continue;
+        const int pid = darray::detail::single_copy_pid(p);
+        const int err =
+            gathering ? darray::detail::read_from_process(pid, r) : darray::detail::write_to_process(pid, r);
+        if (err != 0) {
+          failed_errno = err;
+          failed_process = p;
+        }
+      }
+    };
+    for (const Tile& t : m_tiles) {
+      move(t.in, true);
+      if (failed_errno != 0) break;
+      fft(t, tile);
+      move(t.out, false);
+      if (failed_errno != 0) break;
+    }
+
+    if (m_streaming) darray::detail::stream_fence();
+    // Nobody returns (and reuses its blocks) before everyone is done with them; a failure anywhere fails all.
+    int failed = failed_errno != 0 ? 1 : 0, any = 0;
+    darray::detail::arrive_together(comm, api);
+    DARRAY_MPI_CHECK(MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, comm));
+    if (any == 0) return;
+    darray::detail::CapturedError error;
+    if (failed != 0) {
+      error.kind = darray::detail::ErrorKind::mpi;
+      error.api = api;
+      std::ostringstream os;
+      os << "a single copy with process " << failed_process << " failed: " << std::strerror(failed_errno)
+         << " (the process left the run, or its memory is no longer readable)";
+      error.message = os.str();
+    }
+    darray::detail::agree_on_error(comm, error);
+  }
+
+ private:
+  // The tiles of a block: whole along the transformed dims, split along the outermost other dim (and the next one
+  // where a single plane of the outermost is over fused_tile_bytes) into about fused_tile_bytes each.
+  static std::vector<Index> tiles(const Index& block, const std::vector<int>& dims, std::size_t element_bytes) {
+    std::vector<Index> out;
+    if (volume(block) == 0) return out;
+    auto transformed = [&](int d) { return std::find(dims.begin(), dims.end(), d) != dims.end(); };
+    std::vector<int> free;
+    for (int d = 0; d < static_cast<int>(block.size()); ++d)
+      if (!transformed(d) && block[static_cast<std::size_t>(d)].size() > 1) free.push_back(d);
+    if (free.empty()) return {block};
+    const int u = free[0];
+    const int v = free.size() > 1 ? free[1] : -1;
+    const int64_t elements = std::max<int64_t>(1, fused_tile_bytes / static_cast<int64_t>(element_bytes));
+    const int64_t per_u = volume(block) / block[static_cast<std::size_t>(u)].size();
+    int64_t step_u = std::max<int64_t>(1, elements / per_u), step_v = 0;
+    if (per_u > elements && v >= 0)
+      step_v = std::max<int64_t>(1, elements / (per_u / block[static_cast<std::size_t>(v)].size()));
+    const Slice bu = block[static_cast<std::size_t>(u)];
+    for (int64_t a = bu.start; a < bu.stop; a += step_u) {
+      Index box = block;
+      box[static_cast<std::size_t>(u)] = Slice{a, std::min(a + step_u, bu.stop)};
+      if (step_v == 0) {
+        out.push_back(box);
+        continue;
+      }
+      const Slice bv = block[static_cast<std::size_t>(v)];
+      for (int64_t b = bv.start; b < bv.stop; b += step_v) {
+        box[static_cast<std::size_t>(v)] = Slice{b, std::min(b + step_v, bv.stop)};
+        out.push_back(box);
+      }
+    }
+    return out;
+  }
+
+  std::uint64_t m_operation;
+  std::vector<int> m_slots;  // per process: its blocks (devices of the mesh)
+  std::vector<Tile> m_tiles;
+  int64_t m_max_tile = 0;
+  int64_t m_streaming_bytes = 0;  // this process's blocks of the stage
+  // Blocks beyond a share of the last-level cache are written with streaming stores: they are not read again in
+  // this transform, and the stores then spare the reads of their lines (bench/fft, 128^3 c2c at 2 processes, the
+  // transposed layout's local writes 2.0 -> 0.9-1.0 ms); smaller ones stay in cache for the caller (64^3 and r2c
+  // 128^3 streamed: 0.74-0.86 -> 1.02-1.27x FFTW-MPI).
+  bool m_streaming = false;
+  mutable std::vector<std::vector<darray::detail::PeerRange>> m_ranges;
+};
+
+}  // namespace detail
+}  // namespace fft
+}  // namespace darray
