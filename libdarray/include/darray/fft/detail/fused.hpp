@@ -129,9 +129,9 @@ class FusedStage {
   int64_t max_tile_elements() const { return m_max_tile; }
 
   // Runs the stage: `from` and `to` are this process's blocks of the two shardings (local-device order), `tile` a
-  // buffer of max_tile_elements(), fft(tile, buffer) the stage's FFTs on a tile in place. Collective over the job: the
-  // blocks' addresses are exchanged first (after which peers read `from` and write `to`), and no process returns
-  // before every process is done with every block. A failed copy (a peer gone) is the same error on every process.
+  // buffer of max_tile_elements(), fft(t, tile) the stage's FFTs on Tile t held in `tile`, in place. Collective over
+  // the job: the blocks' addresses are exchanged first (after which peers read `from` and write `to`), and no process
+  // returns before every process is done with every block. A failed copy (a peer gone) is the same error everywhere.
   template <class FFT>
   void run(const char* api, const std::vector<const T*>& from, const std::vector<T*>& to, T* tile, FFT&& fft) const {
     MPI_Comm comm = darray::detail::world_comm();
