@@ -481,17 +481,18 @@ class PlanCore {
   // The forward pipeline run backwards; the caller's input is only read, the c2r input is a work buffer.
   void backward_pipeline(Kind last, const std::vector<void*>& in, const std::vector<void*>& out) const {
     const std::size_t n = m_stages.size();
-    std::vector<void*> cur = work(0);
     if (fused(1)) {  // stage 1 straight into stage 0's blocks: `out` itself for c2c, a work buffer before a c2r
       if (last == Kind::c2c) {
         run_fused(false, in, out);
         fft(0, Kind::c2c, false, out, out);
       } else {
-        run_fused(false, in, cur);
-        fft(0, Kind::c2r, false, cur, out);
+        const std::vector<void*> half = work(0);
+        run_fused(false, in, half);
+        fft(0, Kind::c2r, false, half, out);
       }
       return;
     }
+    std::vector<void*> cur = work(0);
     if (n == 1) {
       if (last == Kind::c2c) {
         if (m_strategy[0][1].copy && in != out)
@@ -594,6 +595,12 @@ class PlanCore {
     return wisdom_token(os.str());
   }
 
+  // The fused stage's tile plans (FFTW's plan of each distinct tile, forward and backward), planned with the slots'.
+  void prepare_fused() {
+    for (int dir = 0; dir < 2 && m_fused[0]; ++dir)
+      for (const auto& t : m_fused[dir]->tiles()) m_local.prepare(tile_problem(t.box, dir == 0), Method::guru);
+  }
+
   // Each slot's strategy: recorded wisdom if any (measured at this planner level or above), else the heuristic
   // under estimate, else measured: every candidate planned (one process after the other, sharing FFTW wisdom, so
   // equal blocks get equal FFTW plans everywhere), timed on every process, the fastest on the slowest process taken.
@@ -601,11 +608,6 @@ class PlanCore {
   // instead of being measured: FFTW's codelets for the two signs are mirror images, so the candidates' times match
   // (1 process, 128^3: passes 15.0 / 14.8 ms, guru 16.0 / 15.8, tiled 16.1 / 15.7), and measuring both directions
   // doubled the planning. Its FFTW plans are still planned with the planner's flags.
-  void prepare_fused() {
-    for (int dir = 0; dir < 2 && m_fused[0]; ++dir)
-      for (const auto& t : m_fused[dir]->tiles()) m_local.prepare(tile_problem(t.box, dir == 0), Method::guru);
-  }
-
   void choose_strategies() {
     MPI_Comm comm = darray::detail::world_comm();
     const std::vector<Slot> all = slots();
