@@ -83,6 +83,14 @@ class FusedStage {
     std::unordered_map<int, int> slot_of;
     m_slots.assign(static_cast<std::size_t>(process_count()), 0);
     for (const Device& d : devs) slot_of[d.id] = m_slots[static_cast<std::size_t>(d.process_index)]++;
+    // What each process publishes per run: the operation, then per block the addresses of its two blocks.
+    m_counts.resize(m_slots.size());
+    m_offsets.resize(m_slots.size());
+    for (std::size_t p = 0, at = 0; p < m_slots.size(); ++p) {
+      m_offsets[p] = static_cast<int>(at);
+      m_counts[p] = 1 + 2 * m_slots[p];
+      at += static_cast<std::size_t>(m_counts[p]);
+    }
     std::vector<Device> mine;
     for (const Device& d : local_devices())
       if (mesh.contains(d)) mine.push_back(d);
@@ -136,21 +144,15 @@ class FusedStage {
   void run(const char* api, const std::vector<const T*>& from, const std::vector<T*>& to, T* tile, FFT&& fft) const {
     MPI_Comm comm = darray::detail::world_comm();
     const int procs = process_count(), me = process_index();
-    // Per process: the operation, then per block the addresses of its `from` and `to` blocks.
-    std::vector<int> counts(static_cast<std::size_t>(procs)), offsets(static_cast<std::size_t>(procs));
-    int total = 0;
-    for (int p = 0; p < procs; ++p) {
-      offsets[static_cast<std::size_t>(p)] = total;
-      counts[static_cast<std::size_t>(p)] = 1 + 2 * m_slots[static_cast<std::size_t>(p)];
-      total += counts[static_cast<std::size_t>(p)];
-    }
+    const std::vector<int>& counts = m_counts;
+    const std::vector<int>& offsets = m_offsets;
     std::vector<std::uint64_t> mine(static_cast<std::size_t>(counts[static_cast<std::size_t>(me)]));
     mine[0] = m_operation;
     for (std::size_t k = 0; k < from.size(); ++k) {
       mine[1 + 2 * k] = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(from[k]));
       mine[2 + 2 * k] = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(to[k]));
     }
-    std::vector<std::uint64_t> all(static_cast<std::size_t>(total));
+    std::vector<std::uint64_t> all(static_cast<std::size_t>(offsets.back() + counts.back()));
     darray::detail::arrive_together(comm, api);  // under DARRAY_TIMEOUT_S: a process that never comes is an error
     DARRAY_MPI_CHECK(MPI_Allgatherv(mine.data(), static_cast<int>(mine.size()), MPI_UINT64_T, all.data(), counts.data(),
                                     offsets.data(), MPI_UINT64_T, comm));
@@ -263,7 +265,8 @@ class FusedStage {
   }
 
   std::uint64_t m_operation;
-  std::vector<int> m_slots;  // per process: its blocks (devices of the mesh)
+  std::vector<int> m_slots;              // per process: its blocks (devices of the mesh)
+  std::vector<int> m_counts, m_offsets;  // per process: its words in a run's address exchange, and where they start
   std::vector<Tile> m_tiles;
   int64_t m_max_tile = 0;
   int64_t m_streaming_bytes = 0;  // this process's blocks of the stage

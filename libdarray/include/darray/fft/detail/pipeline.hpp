@@ -596,9 +596,13 @@ class PlanCore {
   }
 
   // The fused stage's tile plans (FFTW's plan of each distinct tile, forward and backward), planned with the slots'.
-  void prepare_fused() {
+  template <class F>
+  void for_each_tile_problem(F&& f) const {
     for (int dir = 0; dir < 2 && m_fused[0]; ++dir)
-      for (const auto& t : m_fused[dir]->tiles()) m_local.prepare(tile_problem(t.box, dir == 0), Method::guru);
+      for (const auto& t : m_fused[dir]->tiles()) f(tile_problem(t.box, dir == 0));
+  }
+  void prepare_fused() {
+    for_each_tile_problem([&](const LocalProblem& p) { m_local.prepare(p, Method::guru); });
   }
 
   // Each slot's strategy: recorded wisdom if any (measured at this planner level or above), else the heuristic
@@ -702,8 +706,7 @@ class PlanCore {
       in_turn(Build::followers);
     }
     std::set<std::pair<LocalProblem, Method>> keep;
-    for (int dir = 0; dir < 2 && m_fused[0]; ++dir)
-      for (const auto& t : m_fused[dir]->tiles()) keep.emplace(tile_problem(t.box, dir == 0), Method::guru);
+    for_each_tile_problem([&](const LocalProblem& p) { keep.emplace(p, Method::guru); });
     for (const Slot& slot : all) {
       const Strategy& st = m_strategy[slot.stage][slot.forward ? 0 : 1];
       for (std::size_t i = 0; i < m_boxes.size(); ++i) keep.emplace(slot_problem(slot, st, i), st.method);
