@@ -336,8 +336,8 @@ TEST_CASE("whole-block tiled passes over 16 MiB and more prefetch their rows: th
   for (const Shape& shape : {Shape{1024, 2, 1024}, Shape{128, 8, 2048}}) check_c2c_slabs(shape, 71);
 }
 
-// Whether a plan's second stage runs fused with its transposes (fft/detail/fused.hpp): a slab plan with the output in
-// the input's layout, of a job whose processes reach each other by single copy, with no replicated blocks.
+// Whether a plan's second stage runs fused with its transposes (fft/detail/fused.hpp): a slab plan of a job whose
+// processes reach each other by single copy, with no replicated blocks (in either output layout).
 template <class PlanT>
 bool fused(const PlanT& plan) {
   return plan.describe().find("fused") != std::string::npos;
@@ -346,18 +346,48 @@ bool fused(const PlanT& plan) {
 TEST_CASE("a slab's second stage fused with its transposes: tiles of one dim and of two, partial tiles", "[fft]") {
   // Tiles of about 512 KiB: 40 x 13 x 300 complex128 takes dim 1 two at a time (40 x 300 x 16 B = 192 KB a plane;
   // 13 and 7 = 3 x 2 + 1 leave a partial tile), 40 x 12 x 900 splits dim 2 too (a plane of 576 KB: 819 + 81), its
-  // r2c half spectrum (451) one plane at a time, and complex64 halves every figure.
+  // r2c half spectrum (451) one plane at a time, and complex64 halves every figure. With the output transposed the
+  // forward's tiles are gathered into the output's blocks and transformed there, the backward's read from its input's
+  // blocks (which it must leave as they were).
+  // The transposed layout's tiles stay in their blocks (the limit raised over every process's blocks, as for blocks
+  // that fit in cache) or go through the tile buffer (the limit lowered to 0, as for larger blocks). Work buffer 0 (the
+  // transposed layout's stage 0, the c2r's input) is mapped by every process, or not (then the peers' blocks go by
+  // single copies too).
   const bool reaches = process_count() > 1 && darray::detail::single_copy_reaches_all();
+  struct Restore {
+    int64_t limit = fft::detail::fused_in_block_max_bytes();
+    ~Restore() {
+      fft::detail::fused_in_block_max_bytes() = limit;
+      darray::detail::node_shared_buffers_enabled() = true;
+    }
+  } restore;
+  struct Way {
+    fft::OutputLayout layout;
+    int64_t limit;
+    bool shared;
+  };
+  const int64_t all = int64_t(1) << 40;
   for (const Mesh& mesh : {make_mesh({device_count()}, {"x"})})
     for (const PartitionSpec& spec : {P("x"), P(none, "x")})
       for (const Shape& shape : {Shape{40, 13, 300}, Shape{40, 12, 900}})
-        for (auto layout : {fft::OutputLayout::same, fft::OutputLayout::transposed}) {
+        for (const Way& way :
+             {Way{fft::OutputLayout::same, all, true}, Way{fft::OutputLayout::transposed, all, true},
+              Way{fft::OutputLayout::transposed, 0, true}, Way{fft::OutputLayout::transposed, 0, false}}) {
+          const fft::OutputLayout layout = way.layout;
           const NamedSharding sharding(mesh, spec);
           fft::Options options;
           options.output = layout;
-          INFO(sharding << " shape " << shape_to_string(shape) << " layout " << layout);
+          fft::detail::fused_in_block_max_bytes() = way.limit;
+          darray::detail::node_shared_buffers_enabled() = way.shared;
+          INFO(sharding << " shape " << shape_to_string(shape) << " layout " << layout << " in-block limit "
+                        << way.limit << (way.shared ? " shared" : " not shared"));
           const fft::Plan<double> plan(shape, sharding, options);
-          REQUIRE(all_ok(fused(plan) == (reaches && layout == fft::OutputLayout::same)));
+          REQUIRE(all_ok(fused(plan) == reaches));
+          const std::string d = plan.describe();
+          const bool in_blocks = layout == fft::OutputLayout::transposed && way.limit > 0;
+          REQUIRE(all_ok((d.find("in place in the blocks") != std::string::npos) == (reaches && in_blocks)));
+          REQUIRE(all_ok((d.find("in a tile buffer") != std::string::npos) == (reaches && !in_blocks)));
+          REQUIRE(all_ok((d.find("mapped by every process") != std::string::npos) == (reaches && way.shared)));
           const auto x = fft_test::random_array<C>(shape, sharding, 61);
           const auto gx = process_allgather(x);
           auto y = plan.allocate_output();
@@ -365,8 +395,10 @@ TEST_CASE("a slab's second stage fused with its transposes: tiles of one dim and
           REQUIRE(all_ok(relative_error(process_allgather(y), Serial<double>::c2c(gx, shape, FFTW_FORWARD)) < 1e-12));
           plan.forward(x, y);  // again into the same blocks: the tiles' addresses are exchanged per call
           REQUIRE(all_ok(relative_error(process_allgather(y), Serial<double>::c2c(gx, shape, FFTW_FORWARD)) < 1e-12));
+          const auto gy = process_allgather(y);
           REQUIRE(all_ok(relative_error(process_allgather(plan.backward(y)), gx) < 1e-12));
           REQUIRE(all_ok(relative_error(process_allgather(x), gx) == 0.0));
+          REQUIRE(all_ok(relative_error(process_allgather(y), gy) == 0.0));
           const fft::Plan<float> single(shape, sharding, options);
           const auto xf = fft_test::random_array<Cf>(shape, sharding, 62);
           const auto gxf = process_allgather(xf);

@@ -3,12 +3,14 @@
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "darray/darray.hpp"
 #include "darray/runtime/detail/kokkos_compat.hpp"
+#include "darray/runtime/detail/node_shared.hpp"
 #include "mpi_test.hpp"
 
 using darray::testing::all_ok;
@@ -155,4 +157,55 @@ TEST_CASE("written_asynchronously and runs_asynchronously: GPU spaces and the me
   CHECK(written_asynchronously<Kokkos::CudaUVMSpace>());         // host-accessible, and Cuda kernels write it
   CHECK(written_asynchronously<Kokkos::CudaHostPinnedSpace>());  // the same
 #endif
+}
+
+TEST_CASE("buffers shared by the processes of a node: each process reads and writes every other's") {
+  const int np = darray::process_count(), me = darray::process_index();
+  const bool reaches = darray::detail::single_copy_reaches_all();
+  // Sizes differ per process; each fills its own with its rank, then every process adds to each peer's word at
+  // its own rank (no two processes write the same word).
+  const std::size_t words = 1000 + 24 * static_cast<std::size_t>(me);
+  darray::detail::NodeSharedBuffer buffer(darray::detail::world_comm(), words * sizeof(std::int64_t));
+  REQUIRE(all_ok(buffer.ok() == reaches));  // one process alone or no single copies: nothing to share
+  if (!buffer.ok()) {
+    REQUIRE(all_ok(buffer.local() == nullptr));
+    return;
+  }
+  auto* mine = reinterpret_cast<std::int64_t*>(buffer.local());
+  for (std::size_t i = 0; i < words; ++i) mine[i] = 1000 * me + static_cast<std::int64_t>(i % 7);
+  MPI_Barrier(MPI_COMM_WORLD);
+  bool ok = true;
+  for (int p = 0; p < np; ++p) {
+    if (p == me) continue;
+    auto* theirs = reinterpret_cast<std::int64_t*>(buffer.of(p));
+    const std::size_t n = 1000 + 24 * static_cast<std::size_t>(p);
+    for (std::size_t i = 0; i < n; ++i) ok = ok && theirs[i] == 1000 * p + static_cast<std::int64_t>(i % 7);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);  // everyone has read before anyone writes
+  for (int p = 0; p < np; ++p)
+    if (p != me)
+      reinterpret_cast<std::int64_t*>(
+          buffer.of(p))[1000 + 24 * static_cast<std::size_t>(p) - 1 - static_cast<std::size_t>(me)] += 1;
+  MPI_Barrier(MPI_COMM_WORLD);
+  for (int p = 0; p < np; ++p) {
+    const std::size_t i = words - 1 - static_cast<std::size_t>(p);
+    ok = ok && mine[i] == 1000 * me + static_cast<std::int64_t>(i % 7) + (p == me ? 0 : 1);
+  }
+  REQUIRE(all_ok(ok));
+
+  // Not shared where any process declines (the test hook off on one process only): the same answer everywhere.
+  darray::detail::node_shared_buffers_enabled() = me != np - 1;
+  {
+    darray::detail::NodeSharedBuffer declined(darray::detail::world_comm(), 4096);
+    REQUIRE(all_ok(!declined.ok() && declined.local() == nullptr));
+  }
+  darray::detail::node_shared_buffers_enabled() = true;
+  // A buffer outlives its owner's end while a peer maps it (the ends are not collective): process 0 lets its go first.
+  auto early = std::make_unique<darray::detail::NodeSharedBuffer>(darray::detail::world_comm(), 4096);
+  REQUIRE(all_ok(early->ok()));
+  *reinterpret_cast<std::int64_t*>(early->local()) = 4242 + me;
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (me == 0) early.reset();
+  MPI_Barrier(MPI_COMM_WORLD);
+  REQUIRE(all_ok(me == 0 || *reinterpret_cast<const std::int64_t*>(early->of(0)) == 4242));
 }

@@ -124,6 +124,8 @@ class CufftPlan {
   // Kokkos' stream, so the transforms queue behind the kernels that wrote the data and before those that read it.
   CufftPlan(const LocalProblem& problem, cudaStream_t stream) : m_problem(problem), m_stream(stream) {
     const LocalProblem& pb = problem;
+    DARRAY_THROW_IF(!pb.in_embed.empty() || !pb.out_embed.empty(), Error, "fft::Plan",
+                    "internal: cuFFT plans whole blocks (only FFTW's plans run fused tiles inside blocks)");
     std::vector<std::vector<int>> runs;
     for (int d : pb.dims) {
       if (runs.empty() || runs.back().back() + 1 != d) runs.emplace_back();

@@ -158,7 +158,7 @@ class FftwGuruPlan {
   typename Api::plan_type make(unsigned extra_flags) {
     const LocalProblem& pb = m_problem;
     const std::size_t in_elem = in_element_bytes<R>(pb.kind), out_elem = out_element_bytes<R>(pb.kind);
-    const Shape in_strides = row_major_strides(pb.in_block), out_strides = row_major_strides(pb.out_block);
+    const Shape in_strides = row_major_strides(pb.in_layout()), out_strides = row_major_strides(pb.out_layout());
     std::vector<typename Api::iodim> dims, loops;
     for (std::size_t k = 0; k < pb.in_block.size(); ++k) {
       const int d = static_cast<int>(k);
@@ -171,8 +171,8 @@ class FftwGuruPlan {
                          static_cast<std::ptrdiff_t>(out_strides[k])});
     }
     // Scratch the planner may overwrite; never touched under FFTW_ESTIMATE, so the pages are never faulted in.
-    const std::size_t in_bytes = static_cast<std::size_t>(volume(pb.in_block)) * in_elem;
-    const std::size_t out_bytes = static_cast<std::size_t>(volume(pb.out_block)) * out_elem;
+    const std::size_t in_bytes = static_cast<std::size_t>(volume(pb.in_layout())) * in_elem;
+    const std::size_t out_bytes = static_cast<std::size_t>(volume(pb.out_layout())) * out_elem;
     std::unique_ptr<std::byte[]> scratch;  // default-initialised: no page is written here
     void* in = nullptr;
     void* out = nullptr;
@@ -584,6 +584,10 @@ class FftwPlan {
     std::vector<int> guru, fused, tiled;
     int outer = -1;
     const bool paired = split(problem, method, flags, &guru, &fused, &tiled, &outer);
+    // A block inside a larger one is one guru plan over it: groups and passes walk whole blocks.
+    const bool embedded = !problem.in_embed.empty() || !problem.out_embed.empty();
+    DARRAY_THROW_IF(embedded && (method != Method::guru || problem.kind != Kind::c2c), Error, "fft::Plan",
+                    "a block inside a larger one is planned as one c2c guru plan, not by " << to_string(method));
     // Groups start at the outermost fused dim, else inside the planes split's outer dim, else at the outermost
     // strided guru dim when dims outside it hold several groups: the guru plan (and r2c/c2r's row pairs) then run
     // group by group, each group still in cache for the next plan.
@@ -592,7 +596,7 @@ class FftwPlan {
       start = fused.front();
     } else if (outer >= 0) {
       start = outer + 1;
-    } else {
+    } else if (!embedded) {
       const int last = static_cast<int>(complex.size()) - 1;
       for (int d : guru)
         if (d != last && complex[static_cast<std::size_t>(d)] > 1) {

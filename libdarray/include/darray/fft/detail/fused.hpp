@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <unordered_map>
@@ -37,6 +38,18 @@ namespace detail {
 // 128^3 c2c at 2 processes, a (128, jt, 128) tile of the second stage (a scratch prototype, the blocks out of cache as
 // in bench/fft): jt = 1 (256 KiB) 6.1 ms, 2 (512 KiB) 5.3 ms, 4 (1 MiB) 5.6 ms per fused stage.
 inline constexpr int64_t fused_tile_bytes = int64_t(512) << 10;
+
+// Where one side of a stage is its own layout (a transposed output), a process's tiles stay in their blocks while
+// its blocks of the stage total at most this much, and go through the tile buffer beyond: the gather then writes
+// lines that are not in cache, and the FFTs stride through a block by its planes, whose power-of-two sizes thrash
+// the cache. bench/fft at 2 processes, FFTW_MEASURE, transposed output, ratio to FFTW-MPI in the block -> through the
+// buffer: c2c 64^3 (2 MiB) 0.84 -> 0.86-0.88, r2c 64^3 0.85 -> 0.88-0.95; c2c 128^3 (16 MiB) 0.91-0.93 -> 0.86-0.87,
+// r2c 128^3 (8.5 MiB) 0.85-0.90 -> 0.80-0.83; backward r2c 128^3 4.2-4.7 -> 3.7-3.9 ms. A reference so that tests
+// can take either way with small blocks (the same value on every process).
+inline int64_t& fused_in_block_max_bytes() {
+  static int64_t bytes = int64_t(4) << 20;
+  return bytes;
+}
 
 // Whether a stage between `from` and `to` can run fused: every process of the job reaches every other by single copy,
 // and no two devices hold the same block of the stage (replicas would read a region while their twin writes it).
@@ -66,6 +79,22 @@ class FusedStage {
     std::size_t block = 0;  // this process's block of the stage (local device position)
     Index box;
     std::vector<Copy> in, out;
+    Shape block_shape;  // the extents of that block
+    int64_t at = 0;     // where the tile starts in it (elements): where its FFTs run outside the tile buffer
+  };
+  // Where a tile's FFTs read and write it. buffer: the tile buffer (gathered into it, in place there, scattered out of
+  // it). to_block: this process's block of `to` where `to` is the stage's own sharding (a plan whose output keeps the
+  // stage's layout): gathered straight into that block, in place there, nothing to scatter. from_block: this
+  // process's block of `from` where `from` is the stage's (the backward of such a plan): the FFTs read the tile there
+  // and write the tile buffer, nothing to gather. Either way the tile's data crosses memory once each way. A stage
+  // takes the blocks' ways while its blocks here total at most fused_in_block_max_bytes(), the buffer beyond.
+  enum class Home { buffer, to_block, from_block };
+  // The blocks of a side (`from`, `to`) that every process maps (runtime/detail/node_shared.hpp): per process, its
+  // blocks as mapped here, in local-device order. A copy with a peer's block there is a plain copy instead of a single
+  // copy. Null: that side's peers go by single copies.
+  struct Mapped {
+    const std::vector<std::vector<T*>>* from = nullptr;
+    const std::vector<std::vector<T*>>* to = nullptr;
   };
 
   // `stage`: the stage's sharding (its transformed dims whole in every block); `from` and `to`: the shardings of the
@@ -94,28 +123,46 @@ class FusedStage {
     std::vector<Device> mine;
     for (const Device& d : local_devices())
       if (mesh.contains(d)) mine.push_back(d);
+    // Where tiles stay: by the largest process's blocks, so that every process takes (and describes) the same way.
+    std::vector<int64_t> stage_bytes(m_slots.size(), 0);
+    for (const Device& d : devs)
+      stage_bytes[static_cast<std::size_t>(d.process_index)] +=
+          volume(stage.index(shape, d)) * static_cast<int64_t>(sizeof(T));
+    m_stage_bytes = stage_bytes[static_cast<std::size_t>(process_index())];
+    if (*std::max_element(stage_bytes.begin(), stage_bytes.end()) <= fused_in_block_max_bytes())
+      m_home = to == stage ? Home::to_block : from == stage ? Home::from_block : Home::buffer;
 
-    const auto gather = reshard_plan<T>(from, stage, shape);
-    const auto scatter = reshard_plan<T>(stage, to, shape);
+    // The pieces of the transposes the stage replaces (none on the side where the tile stays in its block).
     std::vector<const PlanPiece*> in, out;
-    for (const PlanPiece& p : gather->local_pieces()) in.push_back(&p);
-    for (const PeerPieces& peer : gather->recvs())
-      for (const PlanPiece& p : peer.pieces) in.push_back(&p);
-    for (const PlanPiece& p : scatter->local_pieces()) out.push_back(&p);
-    for (const PeerPieces& peer : scatter->sends())
-      for (const PlanPiece& p : peer.pieces) out.push_back(&p);
+    std::shared_ptr<const ReshardPlan> gather, scatter;
+    if (m_home != Home::from_block) {
+      gather = reshard_plan<T>(from, stage, shape);
+      for (const PlanPiece& p : gather->local_pieces()) in.push_back(&p);
+      for (const PeerPieces& peer : gather->recvs())
+        for (const PlanPiece& p : peer.pieces) in.push_back(&p);
+    }
+    if (m_home != Home::to_block) {
+      scatter = reshard_plan<T>(stage, to, shape);
+      for (const PlanPiece& p : scatter->local_pieces()) out.push_back(&p);
+      for (const PeerPieces& peer : scatter->sends())
+        for (const PlanPiece& p : peer.pieces) out.push_back(&p);
+    }
 
     for (std::size_t k = 0; k < mine.size(); ++k) {
       const Index block = stage.index(shape, mine[k]);
+      const Shape strides = row_major_strides(box_shape(block));
       for (const Index& box : tiles(block, dims, sizeof(T))) {
-        Tile t{k, box, {}, {}};
+        Tile t{k, box, {}, {}, box_shape(block), 0};
+        for (std::size_t d = 0; d < box.size(); ++d) t.at += (box[d].start - block[d].start) * strides[d];
+        // Gathered into the tile buffer, or into its block where the tile stays there; scattered from the buffer.
+        const Index& gathered = m_home == Home::to_block ? block : box;
         for (const PlanPiece* p : in) {
           if (p->dst != mine[k]) continue;
           const Index region = intersect(p->box, box);
           if (volume(region) == 0) continue;
-          t.in.push_back(Copy{
-              p->src.process_index, slot_of.at(p->src.id),
-              darray::detail::simplify(darray::detail::box_copy_geometry(from.index(shape, p->src), box, region))});
+          t.in.push_back(Copy{p->src.process_index, slot_of.at(p->src.id),
+                              darray::detail::simplify(
+                                  darray::detail::box_copy_geometry(from.index(shape, p->src), gathered, region))});
         }
         for (const PlanPiece* p : out) {
           if (p->src != mine[k]) continue;
@@ -125,23 +172,27 @@ class FusedStage {
               Copy{p->dst.process_index, slot_of.at(p->dst.id),
                    darray::detail::simplify(darray::detail::box_copy_geometry(box, to.index(shape, p->dst), region))});
         }
-        m_max_tile = std::max(m_max_tile, volume(box));
-        m_streaming_bytes += volume(box) * static_cast<int64_t>(sizeof(T));
+        if (m_home != Home::to_block) m_max_tile = std::max(m_max_tile, volume(box));
         m_tiles.push_back(std::move(t));
       }
     }
-    m_streaming = static_cast<std::size_t>(m_streaming_bytes) >= darray::detail::streaming_min_total_bytes;
+    m_streaming = static_cast<std::size_t>(m_stage_bytes) >= darray::detail::streaming_min_total_bytes;
   }
 
   const std::vector<Tile>& tiles() const { return m_tiles; }
+  Home home() const { return m_home; }
+  // The tile buffer run() needs (0 where the tiles stay in their blocks).
   int64_t max_tile_elements() const { return m_max_tile; }
 
   // Runs the stage: `from` and `to` are this process's blocks of the two shardings (local-device order), `tile` a
-  // buffer of max_tile_elements(), fft(t, tile) the stage's FFTs on Tile t held in `tile`, in place. Collective over
-  // the job: the blocks' addresses are exchanged first (after which peers read `from` and write `to`), and no process
+  // buffer of max_tile_elements(), fft(t, in, out) the stage's FFTs on Tile t from `in` to `out`: the tile buffer
+  // (in place), or the tile's place in its block (home()), in place there or into the tile buffer; `mapped`: the
+  // peers' blocks this process maps, where they are (see Mapped). Collective over the job: the blocks' addresses
+  // are exchanged first (after which peers read `from` and write `to`), and no process
   // returns before every process is done with every block. A failed copy (a peer gone) is the same error everywhere.
   template <class FFT>
-  void run(const char* api, const std::vector<const T*>& from, const std::vector<T*>& to, T* tile, FFT&& fft) const {
+  void run(const char* api, const std::vector<const T*>& from, const std::vector<T*>& to, T* tile, FFT&& fft,
+           const Mapped& mapped) const {
     MPI_Comm comm = darray::detail::world_comm();
     const int procs = process_count(), me = process_index();
     const std::vector<int>& counts = m_counts;
@@ -172,21 +223,31 @@ class FusedStage {
     std::vector<std::vector<darray::detail::PeerRange>>& ranges = m_ranges;
     ranges.resize(static_cast<std::size_t>(procs));
     // Copies of one direction of a tile: same-process ones at once, the others gathered per process into one call.
-    auto move = [&](const std::vector<Copy>& copies, bool gathering) {
+    // `here`: the tile's side of the copies (the tile buffer, or its block).
+    auto move = [&](const std::vector<Copy>& copies, bool gathering, T* here) {
       for (auto& r : ranges) r.clear();
       for (const Copy& c : copies) {
         if (c.process == me) {
           if (gathering)
-            darray::detail::strided_copy_host<T>(from[static_cast<std::size_t>(c.slot)], tile, c.geometry, false);
+            darray::detail::strided_copy_host<T>(from[static_cast<std::size_t>(c.slot)], here, c.geometry, false);
           else
-            darray::detail::strided_copy_host<T>(tile, to[static_cast<std::size_t>(c.slot)], c.geometry, m_streaming);
+            darray::detail::strided_copy_host<T>(here, to[static_cast<std::size_t>(c.slot)], c.geometry, m_streaming);
+          continue;
+        }
+        const std::vector<std::vector<T*>>* shared = gathering ? mapped.from : mapped.to;
+        if (shared != nullptr) {
+          T* peer = (*shared)[static_cast<std::size_t>(c.process)][static_cast<std::size_t>(c.slot)];
+          if (gathering)
+            darray::detail::strided_copy_host<T>(peer, here, c.geometry, false);
+          else
+            darray::detail::strided_copy_host<T>(here, peer, c.geometry, m_streaming);
           continue;
         }
         const std::uint64_t base = address(c, gathering ? 0 : 1);
         auto& r = ranges[static_cast<std::size_t>(c.process)];
         darray::detail::for_each_run(c.geometry, [&](int64_t s, int64_t d, int64_t run) {
           const int64_t remote = gathering ? s : d;
-          T* local = tile + (gathering ? d : s);
+          T* local = here + (gathering ? d : s);
           r.push_back(darray::detail::PeerRange{local, base + static_cast<std::uint64_t>(remote) * sizeof(T),
                                                 static_cast<std::size_t>(run) * sizeof(T)});
         });
@@ -204,10 +265,25 @@ class FusedStage {
       }
     };
     for (const Tile& t : m_tiles) {
-      move(t.in, true);
-      if (failed_errno != 0) break;
-      fft(t, tile);
-      move(t.out, false);
+      switch (m_home) {
+        case Home::buffer:
+          move(t.in, true, tile);
+          if (failed_errno != 0) break;
+          fft(t, static_cast<const T*>(tile), tile);
+          move(t.out, false, tile);
+          break;
+        case Home::to_block: {
+          T* block = to[t.block];
+          move(t.in, true, block);
+          if (failed_errno != 0) break;
+          fft(t, static_cast<const T*>(block + t.at), block + t.at);
+          break;
+        }
+        case Home::from_block:
+          fft(t, from[t.block] + t.at, tile);
+          move(t.out, false, tile);
+          break;
+      }
       if (failed_errno != 0) break;
     }
 
@@ -265,11 +341,12 @@ class FusedStage {
   }
 
   std::uint64_t m_operation;
+  Home m_home = Home::buffer;
   std::vector<int> m_slots;              // per process: its blocks (devices of the mesh)
   std::vector<int> m_counts, m_offsets;  // per process: its words in a run's address exchange, and where they start
   std::vector<Tile> m_tiles;
   int64_t m_max_tile = 0;
-  int64_t m_streaming_bytes = 0;  // this process's blocks of the stage
+  int64_t m_stage_bytes = 0;  // this process's blocks of the stage
   // Blocks beyond a share of the last-level cache are written with streaming stores: they are not read again in
   // this transform, and the stores then spare the reads of their lines (bench/fft, 128^3 c2c at 2 processes, the
   // transposed layout's local writes 2.0 -> 0.9-1.0 ms); smaller ones stay in cache for the caller (64^3 and r2c

@@ -47,6 +47,12 @@ struct LocalProblem {
   Shape out_block;        // extents of the output block (real for c2r); differs from in_block only in dim 2
   std::vector<int> dims;  // transformed dims, increasing; for r2c/c2r the last one is the halved dim (2)
   bool in_place = false;  // c2c only; run from another array (in != out), in's block is copied into out first
+  // Blocks that lie inside larger ones (a tile of a block: fused.hpp): the extents of the larger block, whose
+  // row-major strides the block then takes; empty: the block is whole. c2c under Method::guru only (FftwPlan).
+  Shape in_embed, out_embed;
+
+  const Shape& in_layout() const { return in_embed.empty() ? in_block : in_embed; }
+  const Shape& out_layout() const { return out_embed.empty() ? out_block : out_embed; }
 
   // The real (logical) length of each transformed dim.
   int64_t logical(int d) const {
@@ -68,7 +74,9 @@ inline bool operator<(const LocalProblem& a, const LocalProblem& b) {
   if (a.in_place != b.in_place) return a.in_place < b.in_place;
   if (a.dims != b.dims) return a.dims < b.dims;
   if (a.in_block != b.in_block) return a.in_block < b.in_block;
-  return a.out_block < b.out_block;
+  if (a.out_block != b.out_block) return a.out_block < b.out_block;
+  if (a.in_embed != b.in_embed) return a.in_embed < b.in_embed;
+  return a.out_embed < b.out_embed;
 }
 
 }  // namespace detail

@@ -34,6 +34,7 @@
 #include "darray/redistribute/reshard.hpp"
 #include "darray/runtime/detail/agree.hpp"
 #include "darray/runtime/detail/arrival.hpp"
+#include "darray/runtime/detail/node_shared.hpp"
 #include "darray/runtime/detail/single_copy.hpp"
 #include "darray/runtime/environment.hpp"
 
@@ -146,6 +147,7 @@ class PlanCore {
     for (std::size_t s = 0; s < n; ++s) m_orders.push_back(stage_order(s));
     for (const Device& d : local_devices()) {
       if (!input.mesh().contains(d)) continue;
+      m_devices.push_back(d);
       m_real_boxes.push_back(input.index(shape, d));
       std::vector<Index> per_stage;
       for (std::size_t s = 0; s < n; ++s) per_stage.push_back(m_shardings[s].index(m_cshape, d));
@@ -165,22 +167,24 @@ class PlanCore {
       m_to_input = transpose(n - 1, 0, m_orders[n - 1], row_major_order, 3072);
       m_from_input = transpose(0, n - 1, row_major_order, m_orders[n - 1], 4096);
     }
-    // A slab's second stage fused with its transposes where the processes reach each other's memory (fused.hpp),
-    // from stage 0's blocks back into them. Not with a transposed output: there the unfused stage copies once
-    // (straight into the output, then its FFTs in place) where the fused one copies twice, and blocks that stay in
-    // cache go faster unfused (bench/fft at 2 processes, FFTW_MEASURE, fused -> unfused: c2c 64^3 0.96-1.01 ->
-    // 0.89x FFTW-MPI, r2c 64^3 and 128^3 1.03-1.08 -> 0.90-0.97x; with the same layout fused wins at every size).
-    if (LocalPlans<R, M>::backend == Backend::fftw && n == 2 && !transposed() && fused_stage_possible(m_shardings[1]))
+    // A slab's second stage fused with its transposes where the processes reach each other's memory (fused.hpp):
+    // from stage 0's blocks back into them, or with a transposed output from stage 0's blocks into the output's
+    // (the tiles' FFTs in place there) and backward from the input's blocks into stage 0's.
+    if (LocalPlans<R, M>::backend == Backend::fftw && n == 2 && fused_stage_possible(m_shardings[1]))
       for (int dir = 0; dir < 2; ++dir) {
+        const NamedSharding& last = transposed() ? m_shardings[1] : m_shardings[0];
         const std::uint64_t operation = darray::detail::operation_fingerprint(
-            m_shardings[0], m_shardings[1], m_cshape, {5120 + dir, real ? 1 : 0, static_cast<int64_t>(sizeof(R))});
-        m_fused[dir] = std::make_unique<FusedStage<complex_type>>(m_shardings[0], m_shardings[1], m_shardings[0],
-                                                                  m_cshape, m_stages[1].dims, operation);
+            m_shardings[0], m_shardings[1], m_cshape,
+            {5120 + dir, real ? 1 : 0, static_cast<int64_t>(sizeof(R)), transposed() ? 1 : 0});
+        m_fused[dir] = std::make_unique<FusedStage<complex_type>>(dir == 0 ? m_shardings[0] : last, m_shardings[1],
+                                                                  dir == 0 ? last : m_shardings[0], m_cshape,
+                                                                  m_stages[1].dims, operation);
       }
     MPI_Comm comm = darray::detail::world_comm();
     // Under DARRAY_TIMEOUT_S a process that never builds this plan is an error here, not a hang in the agreements
     // below (whose waits for one process's planning have no deadline: measuring may take minutes).
     darray::detail::arrive_together(comm, api);
+    if (m_fused[0]) share_work();
     LoadedWisdom loaded;
     if (!options.wisdom_file.empty()) {
       loaded = load_wisdom_file(api, options.wisdom_file, comm);
@@ -225,8 +229,11 @@ class PlanCore {
     for (std::size_t s = 0; s < m_stages.size(); ++s) {
       os << "  stage " << s << " " << m_stages[s] << ":";
       if (fused(s)) {
+        const bool in_blocks = m_fused[0]->home() != FusedStage<complex_type>::Home::buffer;
         os << " forward fused (single copies), backward fused (single copies)\n"
-           << "    with the transposes around it, tile by tile (FFTW's plan of each tile)\n";
+           << "    with the transposes around it, tile by tile (FFTW's plan of each tile, "
+           << (in_blocks ? "in place in the blocks" : "in a tile buffer") << ")"
+           << (m_shared ? "; work buffer 0 mapped by every process" : "") << "\n";
         continue;
       }
       for (int d = 0; d < 2; ++d)
@@ -343,15 +350,55 @@ class PlanCore {
 
   // Work buffer k (0 or 1), one block per local device, each large enough for the device's block at any stage;
   // allocated on first use, so a slab transform with the output in the input layout needs only buffer 0.
+  // A device's work block: room for its block of every stage.
+  int64_t work_elements(const Device& d) const {
+    int64_t n = 0;
+    for (const NamedSharding& s : m_shardings) n = std::max(n, volume(s.index(m_cshape, d)));
+    return n;
+  }
+  // Where each work block of work buffer 0 lies in its process's shared buffer (bytes, local-device order).
+  static constexpr std::size_t work_alignment = 64;
+  std::vector<std::vector<std::size_t>> shared_work_offsets(std::vector<std::size_t>* bytes) const {
+    std::vector<Device> devs = m_input.mesh().devices();
+    std::sort(devs.begin(), devs.end(), [](const Device& a, const Device& b) {
+      return a.process_index != b.process_index ? a.process_index < b.process_index : a.local_index < b.local_index;
+    });
+    std::vector<std::vector<std::size_t>> offsets(static_cast<std::size_t>(process_count()));
+    bytes->assign(offsets.size(), 0);
+    for (const Device& d : devs) {
+      const auto p = static_cast<std::size_t>(d.process_index);
+      offsets[p].push_back((*bytes)[p]);
+      const std::size_t b = static_cast<std::size_t>(work_elements(d)) * sizeof(complex_type);
+      (*bytes)[p] += (b + work_alignment - 1) / work_alignment * work_alignment;
+    }
+    return offsets;
+  }
+  // Work buffer 0 of a fused plan in memory every process maps (runtime/detail/node_shared.hpp): where it is a side of
+  // the fused stage (the transposed output's forward reads stage 0 there, backwards write it there but for the c2c
+  // into the input's layout), the stage copies its peers' blocks by plain copies instead of single copies. Collective;
+  // where any process cannot share, the buffer stays private and the peers go by single copies.
+  void share_work() {
+    std::vector<std::size_t> bytes;
+    const std::vector<std::vector<std::size_t>> offsets = shared_work_offsets(&bytes);
+    auto shared = std::make_unique<darray::detail::NodeSharedBuffer>(darray::detail::world_comm(),
+                                                                     bytes[static_cast<std::size_t>(process_index())]);
+    if (!shared->ok()) return;
+    std::vector<std::vector<complex_type*>> blocks(offsets.size());
+    for (std::size_t p = 0; p < offsets.size(); ++p)
+      for (std::size_t off : offsets[p])
+        blocks[p].push_back(reinterpret_cast<complex_type*>(shared->of(static_cast<int>(p)) + off));
+    const auto me = static_cast<std::size_t>(process_index());
+    for (std::size_t i = 0; i < m_boxes.size(); ++i)
+      m_work[0].emplace_back(blocks[me][i], static_cast<std::size_t>(work_elements(m_devices[i])));
+    m_shared_blocks = std::move(blocks);
+    m_shared = std::move(shared);
+  }
   std::vector<void*> work(std::size_t k) const {
     auto& buffers = m_work[k];
     if (buffers.empty())
-      for (const auto& boxes : m_boxes) {
-        int64_t n = 0;
-        for (const Index& b : boxes) n = std::max(n, volume(b));
+      for (const Device& d : m_devices)
         buffers.emplace_back(Kokkos::view_alloc("darray::fft work", Kokkos::WithoutInitializing),
-                             static_cast<std::size_t>(n));
-      }
+                             static_cast<std::size_t>(work_elements(d)));
     std::vector<void*> out;
     for (const auto& v : buffers) out.push_back(static_cast<void*>(v.data()));
     return out;
@@ -386,13 +433,19 @@ class PlanCore {
   }
 
   bool fused(std::size_t s) const { return s == 1 && m_fused[0] != nullptr; }
-  LocalProblem tile_problem(const Index& box, bool forward) const {
+  // The FFTs of a fused stage's tile where they run (FusedStage::Home): in place in the tile buffer or in the
+  // output's block, or from the input's block into the tile buffer.
+  LocalProblem tile_problem(const FusedStage<complex_type>& stage, const typename FusedStage<complex_type>::Tile& t,
+                            bool forward) const {
+    using Home = typename FusedStage<complex_type>::Home;
     LocalProblem p;
     p.kind = Kind::c2c;
     p.forward = forward;
-    p.in_block = p.out_block = box_shape(box);
+    p.in_block = p.out_block = box_shape(t.box);
     p.dims = m_stages[1].dims;
-    p.in_place = true;
+    p.in_place = stage.home() != Home::from_block;
+    if (stage.home() != Home::buffer) p.in_embed = t.block_shape;
+    if (stage.home() == Home::to_block) p.out_embed = t.block_shape;
     return p;
   }
   // The fused stage 1 (forward or backward) from the blocks `from` to the blocks `to`.
@@ -405,9 +458,19 @@ class PlanCore {
     std::vector<complex_type*> b;
     for (void* p : from) a.push_back(static_cast<const complex_type*>(p));
     for (void* p : to) b.push_back(static_cast<complex_type*>(p));
-    stage.run(m_api, a, b, m_tile.data(), [&](const typename FusedStage<complex_type>::Tile& t, complex_type* tile) {
-      m_local.execute(tile_problem(t.box, forward), Method::guru, tile, tile);
-    });
+    // Work buffer 0's blocks on the peers as mapped here, where that buffer is a side of the stage.
+    typename FusedStage<complex_type>::Mapped mapped;
+    if (m_shared) {
+      const std::vector<void*> shared = work(0);
+      if (from == shared) mapped.from = &m_shared_blocks;
+      if (to == shared) mapped.to = &m_shared_blocks;
+    }
+    stage.run(
+        m_api, a, b, m_tile.data(),
+        [&](const typename FusedStage<complex_type>::Tile& t, const complex_type* in, complex_type* out) {
+          m_local.execute(tile_problem(stage, t, forward), Method::guru, const_cast<complex_type*>(in), out);
+        },
+        mapped);
   }
 
   // The local FFTs of stage s on every local device's block, in the stage's axis order; in place where in and out
@@ -481,15 +544,23 @@ class PlanCore {
   // The forward pipeline run backwards; the caller's input is only read, the c2r input is a work buffer.
   void backward_pipeline(Kind last, const std::vector<void*>& in, const std::vector<void*>& out) const {
     const std::size_t n = m_stages.size();
-    if (fused(1)) {  // stage 1 straight into stage 0's blocks: `out` itself for c2c, a work buffer before a c2r
-      if (last == Kind::c2c) {
+    // A fused stage 1 straight into stage 0's blocks: those of `out` where the output keeps the input's layout (a
+    // c2c then runs stage 0 in place there: the stage wrote back the lines it read, still in cache), else those of
+    // work buffer 0, which the peers map where they can (the stage writes them by plain copies).
+    if (fused(1)) {
+      if (last == Kind::c2c && !transposed()) {
         run_fused(false, in, out);
         fft(0, Kind::c2c, false, out, out);
-      } else {
-        const std::vector<void*> half = work(0);
-        run_fused(false, in, half);
-        fft(0, Kind::c2r, false, half, out);
+        return;
       }
+      const std::vector<void*> half = work(0);
+      run_fused(false, in, half);
+      if (last == Kind::c2r)
+        fft(0, Kind::c2r, false, half, out);
+      else if (m_strategy[0][1].copy)
+        copy_then_fft(0, false, half, out);
+      else
+        fft(0, Kind::c2c, false, half, out);
       return;
     }
     std::vector<void*> cur = work(0);
@@ -568,7 +639,10 @@ class PlanCore {
         continue;
       }
       out.push_back({s, Kind::c2c, true, s == 0});
-      out.push_back({s, Kind::c2c, false, n == 1 || (s + 1 == n && transposed() && m_orders[s] == row_major_order)});
+      // Backward, the variants read another array: the caller's, or work buffer 0 after a fused stage 1.
+      out.push_back({s, Kind::c2c, false,
+                     n == 1 || (s == 0 && fused(1) && transposed()) ||
+                         (s + 1 == n && transposed() && m_orders[s] == row_major_order)});
     }
     return out;
   }
@@ -599,7 +673,7 @@ class PlanCore {
   template <class F>
   void for_each_tile_problem(F&& f) const {
     for (int dir = 0; dir < 2 && m_fused[0]; ++dir)
-      for (const auto& t : m_fused[dir]->tiles()) f(tile_problem(t.box, dir == 0));
+      for (const auto& t : m_fused[dir]->tiles()) f(tile_problem(*m_fused[dir], t, dir == 0));
   }
   void prepare_fused() {
     for_each_tile_problem([&](const LocalProblem& p) { m_local.prepare(p, Method::guru); });
@@ -806,6 +880,7 @@ class PlanCore {
   std::vector<Stage> m_stages;
   std::vector<NamedSharding> m_shardings;   // of the complex arrays, one per stage
   std::vector<AxisOrder> m_orders;          // local storage order of each stage's work buffers
+  std::vector<Device> m_devices;            // this process's devices of the mesh, in local-device order
   std::vector<Index> m_real_boxes;          // per local device: its block of the real array (stage 0)
   std::vector<std::vector<Index>> m_boxes;  // per local device, per stage: its block of the complex array
   std::vector<std::unique_ptr<Transpose<complex_type, M>>> m_forward_t, m_backward_t;
@@ -820,7 +895,11 @@ class PlanCore {
   mutable std::vector<Kokkos::View<complex_type*, M>> m_work[2];
   mutable Staging<complex_type, M> m_staging;
   std::unique_ptr<FusedStage<complex_type>> m_fused[2];  // forward, backward: stage 1 fused (fused.hpp), or none
-  mutable Kokkos::View<complex_type*, M> m_tile;         // the fused stage's tile
+  // A fused plan's work buffer 0 where every process maps it (share_work), and every process's blocks in it as
+  // mapped here (per process, local-device order).
+  std::unique_ptr<darray::detail::NodeSharedBuffer> m_shared;
+  std::vector<std::vector<complex_type*>> m_shared_blocks;
+  mutable Kokkos::View<complex_type*, M> m_tile;  // the fused stage's tile
 };
 
 }  // namespace detail
