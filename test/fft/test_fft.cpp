@@ -387,7 +387,9 @@ TEST_CASE("a slab's second stage fused with its transposes: tiles of one dim and
           const bool in_blocks = layout == fft::OutputLayout::transposed && way.limit > 0;
           REQUIRE(all_ok((d.find("in place in the blocks") != std::string::npos) == (reaches && in_blocks)));
           REQUIRE(all_ok((d.find("in a tile buffer") != std::string::npos) == (reaches && !in_blocks)));
-          REQUIRE(all_ok((d.find("mapped by every process") != std::string::npos) == (reaches && way.shared)));
+          // Work buffer 0 is a side of the fused stage of a transposed output (and of a c2r's backward: not here).
+          REQUIRE(all_ok((d.find("mapped by every process") != std::string::npos) ==
+                         (reaches && way.shared && layout == fft::OutputLayout::transposed)));
           const auto x = fft_test::random_array<C>(shape, sharding, 61);
           const auto gx = process_allgather(x);
           auto y = plan.allocate_output();

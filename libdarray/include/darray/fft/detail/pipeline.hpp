@@ -184,7 +184,7 @@ class PlanCore {
     // Under DARRAY_TIMEOUT_S a process that never builds this plan is an error here, not a hang in the agreements
     // below (whose waits for one process's planning have no deadline: measuring may take minutes).
     darray::detail::arrive_together(comm, api);
-    if (m_fused[0]) share_work();
+    if (m_fused[0] && (transposed() || m_real)) share_work();  // the same layout's c2c never uses work buffer 0
     LoadedWisdom loaded;
     if (!options.wisdom_file.empty()) {
       loaded = load_wisdom_file(api, options.wisdom_file, comm);
@@ -348,8 +348,6 @@ class PlanCore {
                          << " is sharded as " << expected << " (reshard it first, or build the plan for its sharding)");
   }
 
-  // Work buffer k (0 or 1), one block per local device, each large enough for the device's block at any stage;
-  // allocated on first use, so a slab transform with the output in the input layout needs only buffer 0.
   // A device's work block: room for its block of every stage.
   int64_t work_elements(const Device& d) const {
     int64_t n = 0;
@@ -373,9 +371,9 @@ class PlanCore {
     }
     return offsets;
   }
-  // Work buffer 0 of a fused plan in memory every process maps (runtime/detail/node_shared.hpp): where it is a side of
-  // the fused stage (the transposed output's forward reads stage 0 there, backwards write it there but for the c2c
-  // into the input's layout), the stage copies its peers' blocks by plain copies instead of single copies. Collective;
+  // Work buffer 0 of a fused plan in memory every process maps (runtime/detail/node_shared.hpp), where it is a side of
+  // the fused stage (the transposed output's forward reads stage 0 there, the backwards of a transposed output and
+  // of c2r write it there): the stage copies its peers' blocks by plain copies instead of single copies. Collective;
   // where any process cannot share, the buffer stays private and the peers go by single copies.
   void share_work() {
     std::vector<std::size_t> bytes;
@@ -393,6 +391,8 @@ class PlanCore {
     m_shared_blocks = std::move(blocks);
     m_shared = std::move(shared);
   }
+  // Work buffer k (0 or 1), one block per local device, each large enough for the device's block at any stage;
+  // allocated on first use, so a slab transform with the output in the input layout needs only buffer 0.
   std::vector<void*> work(std::size_t k) const {
     auto& buffers = m_work[k];
     if (buffers.empty())
