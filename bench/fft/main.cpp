@@ -2,9 +2,11 @@
 // same run, on the same processes, with the same planner flags and the same output layout. One table: per transform
 // (c2c, r2c), layout (same, transposed) and size, the time per forward transform of each (max over processes, best
 // of --reps, the two libraries alternating so load spikes hit both), their ratio (darray / FFTW-MPI: below 1 means
-// darray is faster), GFlop/s (5 N log2 N for c2c, half that for r2c), the largest difference between the two
-// results, and darray's plan construction times: the benchmarked plan, an estimate plan, and (measure / patient)
-// the same plan rebuilt from its saved wisdom file, with that time's ratio to the estimate plan's.
+// darray is faster), the same for the backward transform of the forward's output (FFTW-MPI's with
+// FFTW_MPI_TRANSPOSED_IN for the transposed layout, its input restored before each call as c2r destroys it), GFlop/s (5
+// N log2 N for c2c, half that for r2c), the largest difference between the two results, and darray's plan construction
+// times: the benchmarked plan, an estimate plan, and (measure / patient) the same plan rebuilt from its saved wisdom
+// file, with that time's ratio to the estimate plan's.
 //   mpirun -n 2 bench-fft                                      # sizes 64,128,256, c2c and r2c, both layouts
 //   mpirun -n 2 bench-fft --sizes 128 --planner measure --transforms r2c --layouts transposed
 #include <fftw3-mpi.h>
@@ -16,9 +18,11 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <iostream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "darray/darray.hpp"
@@ -57,6 +61,7 @@ struct Config {
 
 struct Result {
   double darray = 1e300, fftw_mpi = 1e300, difference = 0;
+  double darray_backward = 1e300, fftw_mpi_backward = 1e300;
   double plan = 0, fftw_mpi_plan = 0, estimate_plan = 1e300, wisdom_plan = -1, again_plan = -1;
   double estimate_loaded_plan = -1;  // an estimate plan with the file's wisdom in memory, as again_plan has it
   std::string layout, strategies;
@@ -133,6 +138,13 @@ Result bench_size(int64_t n, const Config& c) {
     plan = c.real ? fftw_mpi_plan_dft_r2c_3d(n, n, n, rin, out, MPI_COMM_WORLD, flags)
                   : fftw_mpi_plan_dft_3d(n, n, n, in, out, MPI_COMM_WORLD, FFTW_FORWARD, flags);
   });
+  // FFTW-MPI's backward transform, on arrays of its own: its input is the forward's output, copied in before each call.
+  fftw_complex* back_in = fftw_alloc_complex(static_cast<std::size_t>(alloc));
+  fftw_complex* back_out = fftw_alloc_complex(static_cast<std::size_t>(alloc));
+  const unsigned back_flags = c.flags | (c.transposed ? FFTW_MPI_TRANSPOSED_IN : 0u);
+  fftw_plan back = c.real ? fftw_mpi_plan_dft_c2r_3d(n, n, n, back_in, reinterpret_cast<double*>(back_out),
+                                                     MPI_COMM_WORLD, back_flags)
+                          : fftw_mpi_plan_dft_3d(n, n, n, back_in, back_out, MPI_COMM_WORLD, FFTW_BACKWARD, back_flags);
   for (ptrdiff_t i = 0; i < local_n0; ++i)
     for (int64_t j = 0; j < n; ++j)
       for (int64_t k = 0; k < n; ++k) {
@@ -166,7 +178,8 @@ Result bench_size(int64_t n, const Config& c) {
       return v;
     });
   };
-  std::vector<C> result;  // this process's first block of darray's output
+  std::vector<C> result;         // this process's first block of darray's output
+  std::vector<double> restored;  // and of its backward transform (real parts for c2c; c2r's reals)
   int64_t count = 0;
   auto run = [&](const auto& dplan, const auto& x) {
     // Both write into an output array they keep, as FFTW-MPI users do; the first call of each is a warm-up (first
@@ -178,11 +191,31 @@ Result bench_size(int64_t n, const Config& c) {
       r.darray = std::min(r.darray, timed([&] { dplan.forward(x, y); }));
       r.fftw_mpi = std::min(r.fftw_mpi, timed([&] { fftw_execute(plan); }));
     }
+    // The backward transform of the forward's output, into an output kept the same way.
+    auto z = dplan.backward(y);
+    const std::size_t back_bytes = static_cast<std::size_t>(alloc) * sizeof(fftw_complex);
+    for (int it = 0; it < c.reps; ++it) {
+      r.darray_backward = std::min(r.darray_backward, timed([&] { dplan.backward(y, z); }));
+      std::memcpy(back_in, out, back_bytes);
+      r.fftw_mpi_backward = std::min(r.fftw_mpi_backward, timed([&] { fftw_execute(back); }));
+    }
     r.strategies = strategies_of(dplan.describe());
     const auto& shards = y.addressable_shards();
     if (!shards.empty()) {
       count = darray::volume(shards[0].index);
       result.assign(shards[0].data.data(), shards[0].data.data() + count);
+    }
+    const auto& back_shards = z.addressable_shards();
+    if (!back_shards.empty()) {
+      const auto& d = back_shards[0].data;
+      restored.resize(static_cast<std::size_t>(darray::volume(back_shards[0].index)));
+      for (std::size_t e = 0; e < restored.size(); ++e) {
+        const auto v = d.data()[e];
+        if constexpr (std::is_same<decltype(v), const double>::value)
+          restored[e] = v;
+        else
+          restored[e] = v.real();
+      }
     }
   };
   if (c.real) {
@@ -213,15 +246,30 @@ Result bench_size(int64_t n, const Config& c) {
       diff = std::max(diff, std::hypot(result[e].real() - out[f][0], result[e].imag() - out[f][1]));
       ref = std::max(ref, std::hypot(out[f][0], out[f][1]));
     }
-    double local[2] = {diff, ref}, global[2] = {0, 0};
-    MPI_Allreduce(local, global, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    r.difference = global[1] > 0 ? global[0] / global[1] : global[0];
+    // The backward results, both in the input's layout (dim-0 slabs; FFTW's c2r rows padded to 2 nc reals), darray's
+    // normalised by 1 / n^3 (Normalization::backward) where FFTW's is not.
+    const double* back_reals = reinterpret_cast<const double*>(back_out);
+    const double scale = static_cast<double>(n) * n * n;
+    double back_diff = 0, back_ref = 0;
+    for (std::size_t e = 0; e < restored.size(); ++e) {
+      const auto f = static_cast<int64_t>(e);
+      const double theirs = c.real ? back_reals[(f / n) * 2 * nc + f % n] : back_reals[2 * f];
+      back_diff = std::max(back_diff, std::abs(restored[e] * scale - theirs));
+      back_ref = std::max(back_ref, std::abs(theirs));
+    }
+    double local[4] = {diff, ref, back_diff, back_ref}, global[4] = {0, 0, 0, 0};
+    MPI_Allreduce(local, global, 4, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    r.difference =
+        std::max(global[1] > 0 ? global[0] / global[1] : global[0], global[3] > 0 ? global[2] / global[3] : global[2]);
   } else {
     r.difference = -1;
   }
   fftw_destroy_plan(plan);
+  fftw_destroy_plan(back);
   fftw_free(in);
   fftw_free(out);
+  fftw_free(back_in);
+  fftw_free(back_out);
   if (c.real)
     time_construction<darray::fft::RealPlan<double>>(shape, sharding, c, r);
   else
@@ -277,15 +325,16 @@ int main(int argc, char** argv) {
           "processes); plan construction: plan_s the benchmarked plan (both directions) and fftw_plan_s FFTW-MPI's "
           "(forward; seconds, each from no wisdom), est_ms an estimate plan, wis_ms the plan from its saved wisdom "
           "file as in a new run, again_ms the same with the file already loaded in this run (milliseconds), and their "
-          "ratios to est_ms; agn/estw: again_ms over an estimate plan built with that wisdom in memory\n"
-          "%-4s %-10s %5s %10s %10s %6s %8s %8s %9s %8s %11s %8s %8s %7s %8s %8s %8s  %s\n",
+          "ratios to est_ms; agn/estw: again_ms over an estimate plan built with that wisdom in memory; bwd: the "
+          "backward transform of the forward's output, seconds and ratio\n"
+          "%-4s %-10s %5s %10s %10s %6s %8s %8s %9s %8s %11s %8s %8s %7s %8s %8s %8s %10s %10s %6s  %s\n",
           darray::process_count(), darray::device_count(),
           planner == "patient"   ? "PATIENT"
           : planner == "measure" ? "MEASURE"
                                  : "ESTIMATE",
           reps, "kind", "layout", "n", "darray_s", "fftwmpi_s", "ratio", "darray_GF", "fftw_GF", "rel_diff", "plan_s",
-          "fftw_plan_s", "est_ms", "wis_ms", "wis/est", "again_ms", "agn/est", "agn/estw",
-          "darray strategies (forward) / layout");
+          "fftw_plan_s", "est_ms", "wis_ms", "wis/est", "again_ms", "agn/est", "agn/estw", "darray_bwd", "fftw_bwd",
+          "bwd", "darray strategies (forward) / layout");
     for (const std::string& kind : transforms)
       for (const std::string& layout : layouts)
         for (int64_t n : sizes) {
@@ -313,11 +362,12 @@ int main(int argc, char** argv) {
             timing(again_loaded_ratio, sizeof again_loaded_ratio,
                    r.again_plan < 0 ? -1 : r.again_plan / r.estimate_loaded_plan, 8);
             std::printf(
-                "%-4s %-10s %5lld %10.5f %10.5f %6.3f %8.2f %8.2f %s %8.3f %11.3f %8.3f %s %s %s %s %s  %s / %s\n",
+                "%-4s %-10s %5lld %10.5f %10.5f %6.3f %8.2f %8.2f %s %8.3f %11.3f %8.3f %s %s %s %s %s %10.5f %10.5f "
+                "%6.3f  %s / %s\n",
                 kind.c_str(), layout.c_str(), static_cast<long long>(n), r.darray, r.fftw_mpi, r.darray / r.fftw_mpi,
                 flops / r.darray * 1e-9, flops / r.fftw_mpi * 1e-9, diff, r.plan, r.fftw_mpi_plan,
-                r.estimate_plan * 1e3, wis, ratio, again, again_ratio, again_loaded_ratio, r.strategies.c_str(),
-                r.layout.c_str());
+                r.estimate_plan * 1e3, wis, ratio, again, again_ratio, again_loaded_ratio, r.darray_backward,
+                r.fftw_mpi_backward, r.darray_backward / r.fftw_mpi_backward, r.strategies.c_str(), r.layout.c_str());
             std::fflush(stdout);
           }
           if (r.difference > 1e-12) {
