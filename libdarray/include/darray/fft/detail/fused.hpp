@@ -23,6 +23,7 @@
 #include "darray/array/detail/strided_copy.hpp"
 #include "darray/core/error.hpp"
 #include "darray/core/index.hpp"
+#include "darray/fft/detail/local_problem.hpp"
 #include "darray/redistribute/reshard.hpp"
 #include "darray/runtime/detail/agree.hpp"
 #include "darray/runtime/detail/arrival.hpp"
@@ -61,6 +62,16 @@ inline bool fused_stage_possible(const NamedSharding& stage) {
   return true;
 }
 
+// The mesh's devices process by process, each process's in local-device order (the order of its shards): where a
+// process's blocks of a stage, or of a work buffer, lie among its blocks.
+inline std::vector<Device> devices_by_process(const Mesh& mesh) {
+  std::vector<Device> devs = mesh.devices();
+  std::sort(devs.begin(), devs.end(), [](const Device& a, const Device& b) {
+    return a.process_index != b.process_index ? a.process_index < b.process_index : a.local_index < b.local_index;
+  });
+  return devs;
+}
+
 // The tiles of one stage of one FFT plan and direction on this process's devices, with every copy that gathers them
 // from the `from` sharding's blocks and scatters them to the `to` sharding's blocks. Blocks are row-major (the stage
 // orders of a plan whose processes reach each other by single copy: pipeline.hpp's stage_order) of the complex shape.
@@ -79,8 +90,8 @@ class FusedStage {
     std::size_t block = 0;  // this process's block of the stage (local device position)
     Index box;
     std::vector<Copy> in, out;
-    Shape block_shape;  // the extents of that block
-    int64_t at = 0;     // where the tile starts in it (elements): where its FFTs run outside the tile buffer
+    int64_t at = 0;        // where the tile starts in that block (elements): where its FFTs run outside the buffer
+    LocalProblem problem;  // its FFTs where they run (home()): FFTW's guru plan of it
   };
   // Where a tile's FFTs read and write it. buffer: the tile buffer (gathered into it, in place there, scattered out of
   // it). to_block: this process's block of `to` where `to` is the stage's own sharding (a plan whose output keeps the
@@ -98,17 +109,15 @@ class FusedStage {
   };
 
   // `stage`: the stage's sharding (its transformed dims whole in every block); `from` and `to`: the shardings of the
-  // blocks read and written; `operation`: what identifies the stage and direction across processes (checked per run,
-  // so processes running different transforms get an error, not each other's blocks). Collective over nothing.
+  // blocks read and written; `dims` and `forward`: the stage's transformed dims and sign; `operation`: what identifies
+  // the stage and direction across processes (checked per run, so processes running different transforms get an
+  // error, not each other's blocks). Collective over nothing.
   FusedStage(const NamedSharding& from, const NamedSharding& stage, const NamedSharding& to, const Shape& shape,
-             const std::vector<int>& dims, std::uint64_t operation)
+             const std::vector<int>& dims, bool forward, std::uint64_t operation)
       : m_operation(operation) {
     const Mesh& mesh = stage.mesh();
     // Every device's position among its process's devices of the mesh (local-device order).
-    std::vector<Device> devs = mesh.devices();
-    std::sort(devs.begin(), devs.end(), [](const Device& a, const Device& b) {
-      return a.process_index != b.process_index ? a.process_index < b.process_index : a.local_index < b.local_index;
-    });
+    const std::vector<Device> devs = devices_by_process(mesh);
     std::unordered_map<int, int> slot_of;
     m_slots.assign(static_cast<std::size_t>(process_count()), 0);
     for (const Device& d : devs) slot_of[d.id] = m_slots[static_cast<std::size_t>(d.process_index)]++;
@@ -152,8 +161,17 @@ class FusedStage {
       const Index block = stage.index(shape, mine[k]);
       const Shape strides = row_major_strides(box_shape(block));
       for (const Index& box : tiles(block, dims, sizeof(T))) {
-        Tile t{k, box, {}, {}, box_shape(block), 0};
+        Tile t{k, box, {}, {}, 0, LocalProblem{}};
         for (std::size_t d = 0; d < box.size(); ++d) t.at += (box[d].start - block[d].start) * strides[d];
+        // In place in the tile buffer or in the output's block, or from the input's block into the tile buffer.
+        LocalProblem& problem = t.problem;
+        problem.kind = Kind::c2c;
+        problem.forward = forward;
+        problem.in_block = problem.out_block = box_shape(box);
+        problem.dims = dims;
+        problem.in_place = m_home != Home::from_block;
+        if (m_home != Home::buffer) problem.in_embed = box_shape(block);
+        if (m_home == Home::to_block) problem.out_embed = box_shape(block);
         // Gathered into the tile buffer, or into its block where the tile stays there; scattered from the buffer.
         const Index& gathered = m_home == Home::to_block ? block : box;
         for (const PlanPiece* p : in) {
@@ -185,8 +203,8 @@ class FusedStage {
   int64_t max_tile_elements() const { return m_max_tile; }
 
   // Runs the stage: `from` and `to` are this process's blocks of the two shardings (local-device order), `tile` a
-  // buffer of max_tile_elements(), fft(t, in, out) the stage's FFTs on Tile t from `in` to `out`: the tile buffer
-  // (in place), or the tile's place in its block (home()), in place there or into the tile buffer; `mapped`: the
+  // buffer of max_tile_elements(), fft(t, in, out) runs t.problem from `in` to `out`: the tile buffer (in place), or
+  // the tile's place in its block (home()), in place there or into the tile buffer; `mapped`: the
   // peers' blocks this process maps, where they are (see Mapped). Collective over the job: the blocks' addresses
   // are exchanged first (after which peers read `from` and write `to`), and no process
   // returns before every process is done with every block. A failed copy (a peer gone) is the same error everywhere.

@@ -178,7 +178,7 @@ class PlanCore {
             {5120 + dir, real ? 1 : 0, static_cast<int64_t>(sizeof(R)), transposed() ? 1 : 0});
         m_fused[dir] = std::make_unique<FusedStage<complex_type>>(dir == 0 ? m_shardings[0] : last, m_shardings[1],
                                                                   dir == 0 ? last : m_shardings[0], m_cshape,
-                                                                  m_stages[1].dims, operation);
+                                                                  m_stages[1].dims, dir == 0, operation);
       }
     MPI_Comm comm = darray::detail::world_comm();
     // Under DARRAY_TIMEOUT_S a process that never builds this plan is an error here, not a hang in the agreements
@@ -357,10 +357,7 @@ class PlanCore {
   // Where each work block of work buffer 0 lies in its process's shared buffer (bytes, local-device order).
   static constexpr std::size_t work_alignment = 64;
   std::vector<std::vector<std::size_t>> shared_work_offsets(std::vector<std::size_t>* bytes) const {
-    std::vector<Device> devs = m_input.mesh().devices();
-    std::sort(devs.begin(), devs.end(), [](const Device& a, const Device& b) {
-      return a.process_index != b.process_index ? a.process_index < b.process_index : a.local_index < b.local_index;
-    });
+    const std::vector<Device> devs = devices_by_process(m_input.mesh());
     std::vector<std::vector<std::size_t>> offsets(static_cast<std::size_t>(process_count()));
     bytes->assign(offsets.size(), 0);
     for (const Device& d : devs) {
@@ -433,21 +430,6 @@ class PlanCore {
   }
 
   bool fused(std::size_t s) const { return s == 1 && m_fused[0] != nullptr; }
-  // The FFTs of a fused stage's tile where they run (FusedStage::Home): in place in the tile buffer or in the
-  // output's block, or from the input's block into the tile buffer.
-  LocalProblem tile_problem(const FusedStage<complex_type>& stage, const typename FusedStage<complex_type>::Tile& t,
-                            bool forward) const {
-    using Home = typename FusedStage<complex_type>::Home;
-    LocalProblem p;
-    p.kind = Kind::c2c;
-    p.forward = forward;
-    p.in_block = p.out_block = box_shape(t.box);
-    p.dims = m_stages[1].dims;
-    p.in_place = stage.home() != Home::from_block;
-    if (stage.home() != Home::buffer) p.in_embed = t.block_shape;
-    if (stage.home() == Home::to_block) p.out_embed = t.block_shape;
-    return p;
-  }
   // The fused stage 1 (forward or backward) from the blocks `from` to the blocks `to`.
   void run_fused(bool forward, const std::vector<void*>& from, const std::vector<void*>& to) const {
     const FusedStage<complex_type>& stage = *m_fused[forward ? 0 : 1];
@@ -460,15 +442,15 @@ class PlanCore {
     for (void* p : to) b.push_back(static_cast<complex_type*>(p));
     // Work buffer 0's blocks on the peers as mapped here, where that buffer is a side of the stage.
     typename FusedStage<complex_type>::Mapped mapped;
-    if (m_shared) {
-      const std::vector<void*> shared = work(0);
-      if (from == shared) mapped.from = &m_shared_blocks;
-      if (to == shared) mapped.to = &m_shared_blocks;
-    }
+    auto is_shared = [&](const std::vector<void*>& blocks) {
+      return m_shared && !blocks.empty() && blocks[0] == static_cast<void*>(m_work[0][0].data());
+    };
+    if (is_shared(from)) mapped.from = &m_shared_blocks;
+    if (is_shared(to)) mapped.to = &m_shared_blocks;
     stage.run(
         m_api, a, b, m_tile.data(),
         [&](const typename FusedStage<complex_type>::Tile& t, const complex_type* in, complex_type* out) {
-          m_local.execute(tile_problem(stage, t, forward), Method::guru, const_cast<complex_type*>(in), out);
+          m_local.execute(t.problem, Method::guru, const_cast<complex_type*>(in), out);
         },
         mapped);
   }
@@ -673,7 +655,7 @@ class PlanCore {
   template <class F>
   void for_each_tile_problem(F&& f) const {
     for (int dir = 0; dir < 2 && m_fused[0]; ++dir)
-      for (const auto& t : m_fused[dir]->tiles()) f(tile_problem(*m_fused[dir], t, dir == 0));
+      for (const auto& t : m_fused[dir]->tiles()) f(t.problem);
   }
   void prepare_fused() {
     for_each_tile_problem([&](const LocalProblem& p) { m_local.prepare(p, Method::guru); });
