@@ -327,6 +327,34 @@ TEST_CASE("a result made from kept views carries its own sharding") {
   REQUIRE(all_ok(ok));
 }
 
+// A result of the sharding and shape of an array that went takes that array's blocks as they are laid out
+// (devices, indices, views): every element is written again, the blocks no piece writes (a partial permutation's)
+// zeroed again though they held the last result's values.
+TEST_CASE("a result laid out as an array that went rewrites every element, zeros included") {
+  const int64_t n = device_count();
+  const int ni = static_cast<int>(n);
+  std::vector<std::pair<int, int>> shift, partial;  // partial: device 0's block to device 1 (n > 1), others zero
+  for (int d = 0; d < ni; ++d) shift.emplace_back(d, (d + 1) % ni);
+  if (n > 1) partial.emplace_back(0, 1);
+  bool ok = true;
+  for (int step = 1; step <= 4; ++step) {
+    const double v = static_cast<double>(step);
+    // The operand's sharding equal by fields to the last step's, another object at every other step.
+    const NamedSharding rows = row_sharding();
+    const auto x = full<double, 2>({n, 3}, v, rows);
+    auto y = ppermute(x, "x", shift);
+    y = ppermute(x, "x", shift);  // the first result's blocks, every element v, wait in the pool
+    for (double e : process_allgather(y)) ok = ok && e == v;
+    const auto z = ppermute(x, "x", partial);  // takes them: row 1 v, every other row 0
+    const std::vector<double> got = process_allgather(z);
+    for (int d = 0; d < ni; ++d)
+      for (int j = 0; j < 3; ++j) ok = ok && got[static_cast<std::size_t>(d * 3 + j)] == (d == 1 ? v : 0.0);
+    ok = ok && z.sharding() == rows && z.shape() == Shape{n, 3};
+    INFO("step " << step);
+    REQUIRE(all_ok(ok));
+  }
+}
+
 // Results made in a random order from the blocks of results that went, while others stay alive: every live array
 // keeps its values (no result is ever given blocks an array still holds) and every new one has the right values.
 TEST_CASE("results made from kept blocks, in a random order of calls and releases, keep every live array's values") {

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -405,18 +406,30 @@ DistributedArray<T, R, M> execute_plan(const char* api, const CollectiveSchedule
     label.assign("darray::").append(api);
     labelled = api;
   }
-  ShardList<Shard<T, R, M>> list = ShardListPool<Shard<T, R, M>>::template take_with_views<T, R>(
-      label, plan.targets.size(), [&](std::size_t k) -> const Shape& { return plan.targets[k].out_shape; }, false);
-  list.shape = plan.out_shape;
+  using Pool = ShardListPool<Shard<T, R, M>>;
+  // The blocks of the last result of this sharding and shape where the pool keeps them (a loop of one call): laid
+  // out as this result already.
+  std::optional<ShardList<Shard<T, R, M>>> kept = Pool::take_laid_out(plan.out_sharding, plan.out_shape);
+  const bool laid_out = kept.has_value();
+  ShardList<Shard<T, R, M>> list =
+      laid_out ? std::move(*kept)
+               : Pool::template take_with_views<T, R>(
+                     label, plan.targets.size(),
+                     [&](std::size_t k) -> const Shape& { return plan.targets[k].out_shape; }, false);
   std::vector<Shard<T, R, M>>& out = list.shards;
-  for (std::size_t k = 0; k < out.size(); ++k) {
-    const Target& t = plan.targets[k];
-    Shard<T, R, M>& s = out[k];
-    s.device = t.device;
-    assign_index(s.index, t.out_index);
-    s.replica_id = t.replica_id;
-    if (t.zero_fill) fill_kernel(default_instance<Exec>(), s.data.data(), static_cast<int64_t>(s.data.size()), T{});
+  if (!laid_out) {
+    list.shape = plan.out_shape;
+    for (std::size_t k = 0; k < out.size(); ++k) {
+      const Target& t = plan.targets[k];
+      Shard<T, R, M>& s = out[k];
+      s.device = t.device;
+      assign_index(s.index, t.out_index);
+      s.replica_id = t.replica_id;
+    }
   }
+  for (std::size_t k = 0; k < out.size() && plan.any_zero_fill; ++k)
+    if (plan.targets[k].zero_fill)
+      fill_kernel(default_instance<Exec>(), out[k].data.data(), static_cast<int64_t>(out[k].data.size()), T{});
   execute_plan_into<R>(api, plan, a, reduction, op, out, /*fresh=*/true, engine);
   return detail::adopt_shards<T, R, M>(std::move(list.shape), adopt_sharding(list, plan.out_sharding), std::move(out));
 }
