@@ -40,6 +40,17 @@ TEST_CASE("PartitionSpec: entries from names, none and axes()") {
   CHECK(PartitionSpec(none, std::string("b")).entries() == Entries{{}, {"b"}});
 }
 
+TEST_CASE("PartitionSpec: nullptr is Python's None; a null axis name is an error") {
+  // P("x", None, None) translated with nullptr for None: a replicated dim, as `none`.
+  CHECK(P("x", nullptr, nullptr) == P("x", none, none));
+  CHECK(P{nullptr, "y"}.entries() == Entries{{}, {"y"}});
+  // A name that happens to be a null pointer (a getenv that found nothing) is not taken for None.
+  const char* unset = nullptr;
+  DARRAY_REQUIRE_THROWS_ALL(darray::InvalidArgument, (P{"x", unset}),
+                            "darray::PartitionSpec: ", "axis name is a null const char*",
+                            "none (or nullptr) for a replicated dim");
+}
+
 TEST_CASE("PartitionSpec::parse accepts JAX's spellings") {
   const P expected{"x", none, axes("y", "z")};
   for (const char* text : {"x, None, (y, z)", "P('x', None, ('y','z'))", "PartitionSpec('x', None, ('y', 'z'))",

@@ -25,16 +25,24 @@ namespace darray {
 struct none_t {};
 inline constexpr none_t none{};
 
-// One PartitionSpec entry; converts implicitly from an axis name, `none`, or axes("y", "z").
+// One PartitionSpec entry; converts implicitly from an axis name, `none` (or nullptr: Python's None), or
+// axes("y", "z"). A name that is a null pointer is an error, not None: it is rather a name that was not found.
 class SpecEntry {
  public:
   SpecEntry(none_t) {}
-  SpecEntry(const char* axis) : m_axes{std::string(axis)} {}
+  SpecEntry(std::nullptr_t) {}
+  SpecEntry(const char* axis) : m_axes{name_of(axis)} {}
   SpecEntry(std::string axis) : m_axes{std::move(axis)} {}
   explicit SpecEntry(std::vector<std::string> axes) : m_axes(std::move(axes)) {}
   const std::vector<std::string>& axes() const { return m_axes; }
 
  private:
+  static std::string name_of(const char* axis) {
+    DARRAY_THROW_IF(axis == nullptr, InvalidArgument, "PartitionSpec",
+                    "axis name is a null const char*; expected a mesh axis name, or none (or nullptr) for a "
+                    "replicated dim");
+    return axis;
+  }
   std::vector<std::string> m_axes;
 };
 
