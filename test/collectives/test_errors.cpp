@@ -43,6 +43,11 @@ TEST_CASE("unknown, repeated or missing mesh axes") {
                             "mesh axis \"x\" is named twice in (\"x\", \"x\"); expected distinct axes");
   DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, psum(a, std::vector<std::string>{}),
                             "no mesh axis given; expected one or more of (\"x\")");
+  // A name that is a null pointer (a getenv that found nothing): an error naming it, not std::string's crash.
+  const char* unset = nullptr;
+  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, psum(a, unset), "mesh axis name is a null const char*",
+                            "expected one of (\"x\")");
+  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, pmax(a, unset), "darray::pmax: ", "null const char*");
 }
 
 TEST_CASE("dims out of range") {

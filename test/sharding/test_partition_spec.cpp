@@ -49,6 +49,8 @@ TEST_CASE("PartitionSpec: nullptr is Python's None; a null axis name is an error
   DARRAY_REQUIRE_THROWS_ALL(darray::InvalidArgument, (P{"x", unset}),
                             "darray::PartitionSpec: ", "axis name is a null const char*",
                             "none (or nullptr) for a replicated dim");
+  DARRAY_REQUIRE_THROWS_ALL(darray::InvalidArgument, (P{axes("a", unset)}),
+                            "darray::PartitionSpec: ", "axis name is a null const char*");
 }
 
 TEST_CASE("PartitionSpec::parse accepts JAX's spellings") {

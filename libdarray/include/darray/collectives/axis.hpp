@@ -18,9 +18,13 @@ namespace darray {
 
 // One mesh axis ("x") or several ({"x", "y"}, the first most significant) for the reductions, psum(a, "x") and
 // psum(a, {"x", "y"}) alike. One name is held without a heap allocation (a small call's overhead).
+namespace detail {
+struct AxisNamesAccess;
+}  // namespace detail
+
 class AxisNames {
  public:
-  AxisNames(const char* axis) : m_one(axis) {}
+  AxisNames(const char* axis) : m_one(axis != nullptr ? axis : ""), m_null(axis == nullptr) {}
   AxisNames(std::string axis) : m_one(std::move(axis)) {}
   AxisNames(std::initializer_list<std::string> axes) : m_many(axes), m_listed(true) {}
   AxisNames(std::vector<std::string> axes) : m_many(std::move(axes)), m_listed(true) {}
@@ -30,9 +34,11 @@ class AxisNames {
   std::vector<std::string> names() const { return m_listed ? m_many : std::vector<std::string>{m_one}; }
 
  private:
+  friend struct detail::AxisNamesAccess;
   std::string m_one;
   std::vector<std::string> m_many;
   bool m_listed = false;
+  bool m_null = false;  // given as a null const char*: the collective throws, naming itself (resolve_axes)
 };
 
 // all_gather(a, axis, dim, tiled): the blocks are concatenated along dim (jax.lax.all_gather(..., tiled=True)).
@@ -55,8 +61,13 @@ inline int resolve_axis(const char* api, const Mesh& mesh, const std::string& na
 
 // Mesh positions of named axes, in the given order, appended to `positions`. Throws when a name is unknown,
 // repeated, or none is given.
+struct AxisNamesAccess {
+  static bool null(const AxisNames& names) { return names.m_null; }
+};
+
 template <class Int>
 void resolve_axes(const char* api, const Mesh& mesh, const AxisNames& names, std::vector<Int>& positions) {
+  if (AxisNamesAccess::null(names)) name_from(nullptr, api, "one of " + quoted_list(mesh.axis_names()));
   DARRAY_THROW_IF(names.size() == 0, InvalidArgument, api,
                   "no mesh axis given; expected one or more of " << quoted_list(mesh.axis_names()));
   for (std::size_t k = 0; k < names.size(); ++k) {

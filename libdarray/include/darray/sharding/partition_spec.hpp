@@ -38,19 +38,22 @@ class SpecEntry {
 
  private:
   static std::string name_of(const char* axis) {
-    DARRAY_THROW_IF(axis == nullptr, InvalidArgument, "PartitionSpec",
-                    "axis name is a null const char*; expected a mesh axis name, or none (or nullptr) for a "
-                    "replicated dim");
-    return axis;
+    return detail::name_from(axis, "PartitionSpec", "a mesh axis name, or none (or nullptr) for a replicated dim");
   }
   std::vector<std::string> m_axes;
 };
 
 // Several mesh axes on one dim, the first one most significant: P(axes("y", "z")) is JAX's P(('y', 'z')).
 // axes() with no names is a replicated dim, like JAX's ().
+namespace detail {
+inline std::string spec_axis_name(const char* name) { return name_from(name, "PartitionSpec", "a mesh axis name"); }
+inline std::string spec_axis_name(std::string name) { return name; }
+inline std::string spec_axis_name(std::string_view name) { return std::string(name); }
+}  // namespace detail
+
 template <class... Names>
 SpecEntry axes(Names&&... names) {
-  return SpecEntry(std::vector<std::string>{std::string(std::forward<Names>(names))...});
+  return SpecEntry(std::vector<std::string>{detail::spec_axis_name(std::forward<Names>(names))...});
 }
 
 class PartitionSpec {

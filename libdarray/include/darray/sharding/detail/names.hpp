@@ -6,8 +6,18 @@
 #include <string>
 #include <vector>
 
+#include "darray/core/error.hpp"
+
 namespace darray {
 namespace detail {
+
+// An axis name given as a C string, for `api`: a null pointer (rather a name that was not found, such as a getenv's
+// that found nothing, than an empty one) is an InvalidArgument naming it and what was expected, not std::string's
+// std::logic_error.
+inline std::string name_from(const char* name, const char* api, const std::string& expected) {
+  DARRAY_THROW_IF(name == nullptr, InvalidArgument, api, "mesh axis name is a null const char*; expected " << expected);
+  return name;
+}
 
 // Error messages quote user input, which may be huge (a 1 MiB spec) or hold control characters (a NUL would cut
 // the message short in C APIs): they show at most this many characters of it, then "... (N more characters)".
