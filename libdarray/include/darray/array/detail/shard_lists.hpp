@@ -116,24 +116,28 @@ class ShardListPool {
     return list;
   }
 
-  // A kept list with views that an array of `sharding` and `shape` gave (the most recently given first), or none:
+  // Into `out` (a new list), a kept list with views that an array of `sharding` and `shape` gave (the most recently
+  // given first); false where there is none:
   // its shards' devices, indices, replica ids and view extents are then the ones every array of that sharding and
   // shape has (an array's shards follow from the two), so the caller writes none of them, only every element, and
   // takes the sharding over (adopt_sharding). Found by the sharding's identity in the common case (a result of the
   // plan that made the last one), without a look at the views.
-  static std::optional<ShardList<Shard>> take_laid_out(const NamedSharding& sharding, const Shape& shape) {
+  static bool take_laid_out(const NamedSharding& sharding, const Shape& shape, ShardList<Shard>& out) {
     ShardListPool* pool = instance();
-    if (pool == nullptr) return std::nullopt;
+    if (pool == nullptr) return false;
     std::vector<ShardList<Shard>>& lists = pool->m_lists;
     for (std::size_t i = lists.size(); i-- > 0;) {
       ShardList<Shard>& l = lists[i];
       if (!l.views_kept || !l.sharding || *l.sharding != sharding || l.shape != shape) continue;
-      std::optional<ShardList<Shard>> list(std::move(l));
+      // Swapped out rather than moved: `out` is a new list (the caller's), and the emptied entry goes cheaply.
+      out.shape.swap(l.shape);
+      out.shards.swap(l.shards);
+      out.sharding.swap(l.sharding);
+      out.views_kept = false;
       lists.erase(lists.begin() + static_cast<std::ptrdiff_t>(i));
-      list->views_kept = false;
-      return list;
+      return true;
     }
-    return std::nullopt;
+    return false;
   }
 
   // An array's shape and shards as it goes, leaving both empty. The storage is kept for take() while the pool has

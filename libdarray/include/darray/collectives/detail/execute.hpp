@@ -11,7 +11,6 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
-#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -409,13 +408,11 @@ DistributedArray<T, R, M> execute_plan(const char* api, const CollectiveSchedule
   using Pool = ShardListPool<Shard<T, R, M>>;
   // The blocks of the last result of this sharding and shape where the pool keeps them (a loop of one call): laid
   // out as this result already.
-  std::optional<ShardList<Shard<T, R, M>>> kept = Pool::take_laid_out(plan.out_sharding, plan.out_shape);
-  const bool laid_out = kept.has_value();
-  ShardList<Shard<T, R, M>> list =
-      laid_out ? std::move(*kept)
-               : Pool::template take_with_views<T, R>(
-                     label, plan.targets.size(),
-                     [&](std::size_t k) -> const Shape& { return plan.targets[k].out_shape; }, false);
+  ShardList<Shard<T, R, M>> list;
+  const bool laid_out = Pool::take_laid_out(plan.out_sharding, plan.out_shape, list);
+  if (!laid_out)
+    list = Pool::template take_with_views<T, R>(
+        label, plan.targets.size(), [&](std::size_t k) -> const Shape& { return plan.targets[k].out_shape; }, false);
   std::vector<Shard<T, R, M>>& out = list.shards;
   if (!laid_out) {
     list.shape = plan.out_shape;
