@@ -16,12 +16,12 @@
 
 namespace darray {
 
-// One mesh axis ("x") or several ({"x", "y"}, the first most significant) for the reductions, psum(a, "x") and
-// psum(a, {"x", "y"}) alike. One name is held without a heap allocation (a small call's overhead).
 namespace detail {
 struct AxisNamesAccess;
 }  // namespace detail
 
+// One mesh axis ("x") or several ({"x", "y"}, the first most significant) for the reductions, psum(a, "x") and
+// psum(a, {"x", "y"}) alike. One name is held without a heap allocation (a small call's overhead).
 class AxisNames {
  public:
   AxisNames(const char* axis) : m_one(axis != nullptr ? axis : ""), m_null(axis == nullptr) {}
@@ -59,12 +59,12 @@ inline int resolve_axis(const char* api, const Mesh& mesh, const std::string& na
   return a;
 }
 
-// Mesh positions of named axes, in the given order, appended to `positions`. Throws when a name is unknown,
-// repeated, or none is given.
 struct AxisNamesAccess {
   static bool null(const AxisNames& names) { return names.m_null; }
 };
 
+// Mesh positions of named axes, in the given order, appended to `positions`. Throws when a name is null, unknown or
+// repeated, or none is given.
 template <class Int>
 void resolve_axes(const char* api, const Mesh& mesh, const AxisNames& names, std::vector<Int>& positions) {
   if (AxisNamesAccess::null(names)) name_from(nullptr, api, "one of " + quoted_list(mesh.axis_names()));

@@ -116,12 +116,11 @@ class ShardListPool {
     return list;
   }
 
-  // Into `out` (a new list), a kept list with views that an array of `sharding` and `shape` gave (the most recently
-  // given first); false where there is none:
-  // its shards' devices, indices, replica ids and view extents are then the ones every array of that sharding and
-  // shape has (an array's shards follow from the two), so the caller writes none of them, only every element, and
-  // takes the sharding over (adopt_sharding). Found by the sharding's identity in the common case (a result of the
-  // plan that made the last one), without a look at the views.
+  // Swaps into `out` (a new list) the kept list with views that an array of `sharding` and `shape` gave, the most
+  // recently given first; false where there is none. Its shards' devices, indices, replica ids and view extents are
+  // those of every array of that sharding and shape (an array's shards follow from the two), so the caller writes
+  // none of them, only every element, and takes the sharding over (adopt_sharding). Found by the sharding's identity
+  // in the common case (a result of the plan that made the last one), without a look at the views.
   static bool take_laid_out(const NamedSharding& sharding, const Shape& shape, ShardList<Shard>& out) {
     ShardListPool* pool = instance();
     if (pool == nullptr) return false;
@@ -129,7 +128,6 @@ class ShardListPool {
     for (std::size_t i = lists.size(); i-- > 0;) {
       ShardList<Shard>& l = lists[i];
       if (!l.views_kept || !l.sharding || *l.sharding != sharding || l.shape != shape) continue;
-      // Swapped out rather than moved: `out` is a new list (the caller's), and the emptied entry goes cheaply.
       out.shape.swap(l.shape);
       out.shards.swap(l.shards);
       out.sharding.swap(l.sharding);

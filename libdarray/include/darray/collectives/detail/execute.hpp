@@ -424,9 +424,10 @@ DistributedArray<T, R, M> execute_plan(const char* api, const CollectiveSchedule
       s.replica_id = t.replica_id;
     }
   }
-  for (std::size_t k = 0; k < out.size() && plan.any_zero_fill; ++k)
-    if (plan.targets[k].zero_fill)
-      fill_kernel(default_instance<Exec>(), out[k].data.data(), static_cast<int64_t>(out[k].data.size()), T{});
+  if (plan.any_zero_fill)  // the blocks no piece writes, a kept list's included
+    for (std::size_t k = 0; k < out.size(); ++k)
+      if (plan.targets[k].zero_fill)
+        fill_kernel(default_instance<Exec>(), out[k].data.data(), static_cast<int64_t>(out[k].data.size()), T{});
   execute_plan_into<R>(api, plan, a, reduction, op, out, /*fresh=*/true, engine);
   return detail::adopt_shards<T, R, M>(std::move(list.shape), adopt_sharding(list, plan.out_sharding), std::move(out));
 }
