@@ -581,6 +581,46 @@ TEST_CASE("estimate plans transform out of place; every strategy wisdom names, +
   fft::forget_wisdom();
 }
 
+TEST_CASE("a real backward transform leaves its input as it was under every strategy, at one stage too", "[fft]") {
+  TempDir dir;
+  const std::string path = dir.file("fft.wisdom");
+  // Under `passes` on one device: (12, 10, 8) FFTW's plans and row pairs; (64, 64, 128) a whole-block tiled pass along
+  // dim 0 (4.3 MB), then row pairs; (4, 96, 200) dim 0 over the whole block, dim 1 tiled plane by plane (155 KB),
+  // FFTW's c2r of dim 2. FFTW's c2r overwrites what it reads: at one stage the plan reads the caller's blocks.
+  for (const Shape& shape : {Shape{12, 10, 8}, Shape{64, 64, 128}, Shape{4, 96, 200}}) {
+    const NamedSharding sharding(make_mesh({device_count()}, {"x"}), P("x"));
+    INFO(shape_to_string(shape) << " " << sharding);
+    fft::forget_wisdom();
+    write_on_root(path, "");
+    if (world_rank() == 0) std::filesystem::remove(path);
+    MPI_Barrier(MPI_COMM_WORLD);
+    { const fft::RealPlan<double, Host> measured_plan(shape, sharding, measured(path)); }
+    const std::string text = from_root(read_text(path));
+    const auto xr = fft_test::random_array<double, Host>(shape, sharding, 97);
+    const auto gxr = process_allgather(xr);
+    for (const char* method : {"passes", "guru", "tiled", "planes"}) {
+      INFO(method);
+      write_on_root(path, with_strategy(text, method));
+      fft::forget_wisdom();
+      fft::Options wise;
+      wise.wisdom_file = path;
+      const fft::RealPlan<double, Host> plan(shape, sharding, wise);
+      INFO(plan.describe());
+      REQUIRE(all_ok(contains(plan.describe(), std::string(" backward ") + method + " (wisdom)")));
+      const auto y = plan.forward(xr);
+      const auto before = process_allgather(y);
+      const auto back = plan.backward(y);
+      REQUIRE(all_ok(process_allgather(y) == before));
+      REQUIRE(all_ok(relative_error(process_allgather(back), gxr) < 1e-12));
+      auto kept = plan.backward(y);
+      plan.backward(y, kept);  // into a kept output
+      REQUIRE(all_ok(process_allgather(y) == before));
+      REQUIRE(all_ok(process_allgather(kept) == process_allgather(back)));
+    }
+  }
+  fft::forget_wisdom();
+}
+
 // plan's c2c forward transform of a random array against serial FFTW, and its round trip.
 void check_c2c(const fft::Plan<double, Host>& plan, const Shape& shape, const NamedSharding& sharding,
                std::uint64_t seed) {

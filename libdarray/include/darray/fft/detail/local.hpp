@@ -101,6 +101,17 @@ class LocalPlans {
     it->second->execute(in, out);
   }
 
+  // Runs the c2r `problem` from `in`, left as it is, through `work` (a block of in's size, overwritten) into `out`,
+  // the copy FFTW's c2r would need folded into the plan's first pass (FftwPlan::execute_c2r). FFTW only (cuFFT's
+  // c2r overwrites its input: the caller copies it). Planned on demand as execute() is.
+  void execute_c2r(const LocalProblem& problem, Method method, const void* in, void* work, void* out) {
+    static_assert(backend == Backend::fftw, "execute_c2r: FFTW plans only");
+    if (problem.empty()) return;
+    auto it = m_plans.find(Key(problem, method));
+    if (it == m_plans.end()) it = m_plans.emplace(Key(problem, method), Factory::make(problem, method, m_level)).first;
+    it->second->execute_c2r(in, work, out);
+  }
+
   // Drops every plan whose key `keep` rejects (the candidates a measuring planner did not choose).
   template <class Pred>
   void retain(Pred keep) {

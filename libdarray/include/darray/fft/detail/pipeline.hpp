@@ -552,7 +552,12 @@ class PlanCore {
           copy_then_fft(0, false, in, out);
         else
           fft(0, Kind::c2c, false, in, out);
-      } else {  // FFTW's and cuFFT's c2r overwrite their input
+      } else if constexpr (LocalPlans<R, M>::backend == Backend::fftw) {
+        // The caller's input is only read: FFTW's plans read it in their first pass and go on in work buffer 0.
+        darray::detail::fence(darray::detail::default_instance<typename M::execution_space>());
+        for (std::size_t i = 0; i < in.size(); ++i)
+          m_local.execute_c2r(problem(0, Kind::c2r, false, i, false), m_strategy[0][1].method, in[i], cur[i], out[i]);
+      } else {  // cuFFT's c2r overwrites its input
         for (std::size_t i = 0; i < in.size(); ++i)
           copy_block(static_cast<const complex_type*>(in[i]), static_cast<complex_type*>(cur[i]),
                      volume(m_boxes[i][0]));
