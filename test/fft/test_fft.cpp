@@ -315,17 +315,19 @@ void check_c2c_slabs(const Shape& shape, std::uint64_t seed) {
 }
 
 TEST_CASE("strided dims beyond the cache go through tiled passes, partial last tiles included", "[fft]") {
-  // FFTW plans a strided dim itself while its column group (the dim times the dims inside it) spans at most 128 KB;
-  // up to 4 MiB the dim is tiled group by group after FFTW's plan of the dims inside; beyond, over the whole block.
-  // Column tiles (n > 128) of 11 columns: 180 x 230 complex128 groups (662 KB, by group), 230 = 20 x 11 + 10.
-  // Interleaved tiles (n <= 128) of 32 KiB: 100 x 331 (530 KB, by group), 20 columns, 331 = 16 x 20 + 11; 90 x 200
-  // (288 KB, by group), 22 columns, 200 = 9 x 22 + 2, and its r2c half spectrum 90 x 101 (145 KB, by group).
-  // Whole-block passes: 1100 x 260 (4.6 MB) in one-column tiles. complex64: 256 x 260 (532 KB, by group), 8 columns.
+  // FFTW plans a strided dim itself while its column group (the dim times the dims inside it) spans at most an eighth
+  // of L2 (128 to 256 KiB); up to 4 MiB the dim is tiled group by group after FFTW's plan of the dims inside; beyond,
+  // over the whole block. Column tiles (n > 128) of 11 columns: 180 x 230 complex128 groups (662 KB, by group), 230 =
+  // 20 x 11 + 10. Interleaved tiles (n <= 128) of 32 KiB: 100 x 331 (530 KB, by group), 20 columns, 331 = 16 x 20 +
+  // 11; 90 x 200 (288 KB, by group), 22 columns, 200 = 9 x 22 + 2; r2c half spectra 90 x 201 (289 KB, by group) and
+  // 90 x 101 (145 KB: by group where the limit is 128 KiB). Whole-block passes: 1100 x 260 (4.6 MB) in one-column
+  // tiles. complex64: 256 x 260 (532 KB, by group), 8 columns.
   for (const Shape& shape :
        {Shape{3, 180, 230}, Shape{180, 2, 230}, Shape{4, 100, 331}, Shape{4, 90, 200}, Shape{2, 1100, 260}})
     check_c2c_slabs(shape, 41);
   const NamedSharding slabs(make_mesh({device_count()}, {"x"}), P("x"));
   check_real_round_trip<double>(Shape{4, 90, 200}, slabs, fft::Options{}, 43, 1e-12);
+  check_real_round_trip<double>(Shape{4, 90, 400}, slabs, fft::Options{}, 44, 1e-12);
   check_real_round_trip<float>(Shape{3, 256, 260}, slabs, fft::Options{}, 42, 1e-5);
 }
 
@@ -433,7 +435,7 @@ TEST_CASE("a fused stage run forward on one process and backward on another is t
 TEST_CASE("r2c/c2r rows of power-of-two lengths go two at a time through one complex FFT", "[fft]") {
   // Rows of 8 to 128 reals (to 64 under FFTW_MEASURE) go in pairs, a 32 KiB tile of pairs per complex FFT. Row counts
   // at one device: 5 x 3 (odd: the last row pairs with zeros), 3 x 7 x 64 (11 pairs, under one tile of 32), 5 x 33 x
-  // 128 (83 pairs: 5 tiles of 16 and a tail of 3, odd), 4 x 64 x 64 (dim 0 tiled group by group, dim 1 FFTW's c2c after
+  // 128 (83 pairs: 5 tiles of 16 and a tail of 3, odd), 8 x 64 x 64 (dim 0 tiled group by group, dim 1 FFTW's c2c after
   // the pairs), 6 x 300 x 128 (dims 0 and 1 both tiled, no c2c after the pairs); complex64: 3 x 45 x 64 (68 pairs: a
   // tile of 64 and a tail of 4, odd).
   auto round_trip = [](auto zero, const Shape& shape, fft::Planner planner, std::uint64_t seed, double tol) {
@@ -443,7 +445,7 @@ TEST_CASE("r2c/c2r rows of power-of-two lengths go two at a time through one com
       check_real_round_trip<decltype(zero)>(shape, NamedSharding(make_mesh({device_count()}, {"x"}), spec), options,
                                             seed, tol);
   };
-  for (const Shape& shape : {Shape{5, 3, 8}, Shape{3, 7, 64}, Shape{5, 33, 128}, Shape{4, 64, 64}, Shape{6, 300, 128}})
+  for (const Shape& shape : {Shape{5, 3, 8}, Shape{3, 7, 64}, Shape{5, 33, 128}, Shape{8, 64, 64}, Shape{6, 300, 128}})
     round_trip(0.0, shape, fft::Planner::estimate, 61, 1e-12);
   round_trip(0.0, Shape{3, 7, 64}, fft::Planner::measure, 62, 1e-12);
   round_trip(0.0f, Shape{3, 45, 64}, fft::Planner::estimate, 63, 1e-5);
