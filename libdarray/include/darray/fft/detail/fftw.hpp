@@ -552,26 +552,26 @@ class FftwRowPairs {
 // (4, 1024, 1024) 62-64 both; 256^3 c2c 268 against 320-329 ms, r2c 121-127 against 147-155 ms; against FFTW's
 // strided plan inside the group: 128^3 c2c 18.6 against 21.2 ms, 96^3 8.9 against 10.2 ms.
 inline constexpr std::size_t tiled_pass_min_bytes = std::size_t(4) << 20;
-// Under FFTW_ESTIMATE an eighth of the L2 cache, from 128 KiB to 256 KiB (128 KiB where the system does not say):
-// FFTW's strided plan of a group that size or smaller runs in L2 without thrashing it. Under the measuring planners
-// 128 KiB: FFTW's plans of whole planes are candidates of their own there (guru, planes), and `passes` stays the
-// tiled alternative to them (with the L2 limit its warm timings won at one process on the Intel Xeon below, r2c 128^3,
-// where it ran slower than planes or guru in bench-fft's alternation: 1.21-1.37 against 1.04-1.30 of FFTW-MPI's).
-// Measured, local `passes` plans at FFTW_ESTIMATE, 128
-// against 256 KiB on an Intel Xeon with 2 MiB of L2 (ms, three rounds): r2c 128^3 (planes of 133 KB) 9.7-10.1 against
-// 7.2-7.4, r2c 160^3 (207 KB) 26.1-28.5 against 24.7-27.8, c2c 112^3 (200 KB) 18.8-19.0 against 15.2-17.1, c2c 96^3
-// (147 KB) 8.9-9.7 against 9.2-10.1. Lower limits than 128 KiB were slower (16 KiB: r2c 64^3, c2c 48^3 and 80^3);
-// an AMD EPYC with 1 MiB of L2 keeps 128 KiB, where its 128^3 rows read 0.64-0.84 of FFTW-MPI's (bench/README).
+// Under FFTW_ESTIMATE an eighth of the L2 cache, from fused_pass_floor_bytes to 256 KiB (the floor where the system
+// does not say): FFTW's strided plan of a group that size or smaller runs in L2 without thrashing it. Under the
+// measuring planners the floor: FFTW's plans of whole planes are candidates of their own there (guru, planes), and
+// `passes` stays the tiled alternative to them (with the L2 limit its warm timings won at one process on the Intel
+// Xeon below, r2c 128^3, where it ran slower than planes or guru in bench-fft's alternation: 1.21-1.37 against
+// 1.04-1.30 of FFTW-MPI's). Measured, local `passes` plans at FFTW_ESTIMATE, 128 against 256 KiB on an Intel Xeon
+// with 2 MiB of L2 (ms, three rounds): r2c 128^3 (planes of 133 KB) 9.7-10.1 against 7.2-7.4, r2c 160^3 (207 KB)
+// 26.1-28.5 against 24.7-27.8, c2c 112^3 (200 KB) 18.8-19.0 against 15.2-17.1, c2c 96^3 (147 KB) 8.9-9.7 against
+// 9.2-10.1. Lower limits than 128 KiB were slower (16 KiB: r2c 64^3, c2c 48^3 and 80^3); an AMD EPYC with 1 MiB of
+// L2 keeps 128 KiB, where its 128^3 rows read 0.64-0.84 of FFTW-MPI's (bench/README).
+inline constexpr std::size_t fused_pass_floor_bytes = std::size_t(128) << 10;
 inline std::size_t fused_pass_min_bytes(unsigned flags) {
   static const std::size_t by_cache = [] {
-    const std::size_t low = std::size_t(128) << 10, high = std::size_t(256) << 10;
 #ifdef _SC_LEVEL2_CACHE_SIZE
     const long l2 = ::sysconf(_SC_LEVEL2_CACHE_SIZE);
-    if (l2 > 0) return std::clamp(static_cast<std::size_t>(l2) / 8, low, high);
+    if (l2 > 0) return std::clamp(static_cast<std::size_t>(l2) / 8, fused_pass_floor_bytes, std::size_t(256) << 10);
 #endif
-    return low;
+    return fused_pass_floor_bytes;
   }();
-  return (flags & FFTW_ESTIMATE) != 0 ? by_cache : std::size_t(128) << 10;
+  return (flags & FFTW_ESTIMATE) != 0 ? by_cache : fused_pass_floor_bytes;
 }
 
 // The FFTW planner flags of an effort level: 0 estimate, 1 measure, 2 patient.
@@ -804,11 +804,10 @@ class FftwPlan {
       pass->execute(src, work);
       src = work;
     }
-    const auto* s = static_cast<const std::byte*>(src);
-    auto* w = static_cast<std::byte*>(work);
-    auto* o = static_cast<std::byte*>(out);
-    for (int64_t g = 0; g < m_groups; ++g, s += m_in_group_bytes, w += m_in_group_bytes, o += m_out_group_bytes) {
-      const void* from = s;
+    // Group by group on work and out; a group's source lies at the same offset from src as its block from work.
+    for_each_group(work, out, [&](void* w, void* o, bool more) {
+      const void* from =
+          static_cast<const std::byte*>(src) + (static_cast<std::byte*>(w) - static_cast<std::byte*>(work));
       for (auto& pass : m_fused) {
         pass->execute(from, w);
         from = w;
@@ -820,11 +819,11 @@ class FftwPlan {
       }
       if (m_rows) {
         if (m_main) m_main->execute(w, w);
-        m_rows->execute(from, o, g + 1 < m_groups);
+        m_rows->execute(from, o, more);
       } else {
         m_main->execute(w, o);
       }
-    }
+    });
   }
 
   // f(in, out, more) on every group's blocks (the whole blocks when no dim is fused); more: another group follows.
