@@ -349,8 +349,9 @@ TEST_CASE("a slab's second stage fused with its transposes: tiles of one dim and
   // Tiles of about 512 KiB: 40 x 13 x 300 complex128 takes dim 1 two at a time (40 x 300 x 16 B = 192 KB a plane;
   // 13 and 7 = 3 x 2 + 1 leave a partial tile), 40 x 12 x 900 splits dim 2 too (a plane of 576 KB: 819 + 81), its
   // r2c half spectrum (451) one plane at a time, and complex64 halves every figure. In the tile buffer, rows whose
-  // pitch is a multiple of 128 bytes are one cache line longer (FusedStage::padded_rows): 24 x 6 x 64 (complex128 and
-  // complex64) and the half spectrum of 40 x 12 x 126 (64 complex128). With the output transposed the
+  // pitch is a multiple of 128 bytes and whose strided FFT is longer than 64 are one cache line longer
+  // (FusedStage::padded_rows): 72 x 4 x 64 (complex128 and complex64) and the half spectrum of 72 x 4 x 126 (64
+  // complex128), both under P("x"). With the output transposed the
   // forward's tiles are gathered into the output's blocks and transformed there, the backward's read from its input's
   // blocks (which it must leave as they were).
   // The transposed layout's tiles stay in their blocks (the limit raised over every process's blocks, as for blocks
@@ -373,7 +374,7 @@ TEST_CASE("a slab's second stage fused with its transposes: tiles of one dim and
   const int64_t all = int64_t(1) << 40;
   for (const Mesh& mesh : {make_mesh({device_count()}, {"x"})})
     for (const PartitionSpec& spec : {P("x"), P(none, "x")})
-      for (const Shape& shape : {Shape{40, 13, 300}, Shape{40, 12, 900}, Shape{24, 6, 64}, Shape{40, 12, 126}})
+      for (const Shape& shape : {Shape{40, 13, 300}, Shape{40, 12, 900}, Shape{72, 4, 64}, Shape{72, 4, 126}})
         for (const Way& way :
              {Way{fft::OutputLayout::same, all, true}, Way{fft::OutputLayout::transposed, all, true},
               Way{fft::OutputLayout::transposed, 0, true}, Way{fft::OutputLayout::transposed, 0, false}}) {

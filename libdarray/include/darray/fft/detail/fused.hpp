@@ -164,7 +164,7 @@ class FusedStage {
         Tile t{k, box, {}, {}, 0, LocalProblem{}};
         for (std::size_t d = 0; d < box.size(); ++d) t.at += (box[d].start - block[d].start) * strides[d];
         // In place in the tile buffer or in the output's block, or from the input's block into the tile buffer.
-        const Index laid = padded_rows(box);  // the tile as the tile buffer holds it
+        const Index laid = padded_rows(box, dims);  // the tile as the tile buffer holds it
         LocalProblem& problem = t.problem;
         problem.kind = Kind::c2c;
         problem.forward = forward;
@@ -330,15 +330,21 @@ class FusedStage {
 
  private:
   // A tile's box as the tile buffer lays it out: its rows (the innermost dim) one cache line longer where their
-  // pitch is a multiple of two lines. FFTW_ESTIMATE's plan of an FFT across rows whose pitch is a large power of two
-  // strides through a few cache sets and thrashes them (FFTW_MEASURE picks a buffered plan instead): 256 points 2
-  // KiB apart, 128 of them side by side, 636 us against 91 measured and 88 with rows of 124 (r2c 256^3 at 2
-  // processes, the fused stage's 256 x 1 x 128 tiles: 107-115 ms of FFTs a transform).
-  static Index padded_rows(const Index& box) {
-    constexpr int64_t line = 64;
+  // pitch is a multiple of two lines and a strided transformed dim is longer than 64. FFTW_ESTIMATE's plan of an FFT
+  // across rows whose pitch is a large power of two strides through a few cache sets, and its passes over the points
+  // thrash them (FFTW_MEASURE picks a buffered plan instead): 256 points 2 KiB apart, 128 of them side by side, 636
+  // us against 91 measured and 88 with rows of 124 (r2c 256^3 at 2 processes, the fused stage's 256 x 1 x 128 tiles:
+  // 107-115 ms of FFTs a transform). Up to 64 points FFTW's codelets take a column in one pass, nothing is reused,
+  // and padding only cost (c2c 64^3 at 2 processes: 1.34-1.49 -> 1.62-1.81 ms; its tiles' rows no longer one batch).
+  static Index padded_rows(const Index& box, const std::vector<int>& dims) {
+    constexpr int64_t line = 64, one_pass_points = 64;
     Index laid = box;
     const auto bytes = static_cast<int64_t>(sizeof(T));
-    if (box.empty() || bytes > line || (box.back().size() * bytes) % (2 * line) != 0) return laid;
+    bool long_strided = false;
+    for (int d : dims)
+      if (d + 1 < static_cast<int>(box.size()) && box[static_cast<std::size_t>(d)].size() > one_pass_points)
+        long_strided = true;
+    if (!long_strided || bytes > line || (box.back().size() * bytes) % (2 * line) != 0) return laid;
     laid.back().stop += line / bytes;
     return laid;
   }
