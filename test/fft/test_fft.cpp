@@ -351,9 +351,8 @@ TEST_CASE("a slab's second stage fused with its transposes: tiles of one dim and
   // r2c half spectrum (451) one plane at a time, and complex64 halves every figure. In the tile buffer, rows whose
   // pitch is a multiple of 128 bytes and whose strided FFT is longer than 64 are one cache line longer
   // (FusedStage::padded_rows): 72 x 4 x 64 (complex128 and complex64) and the half spectrum of 72 x 4 x 126 (64
-  // complex128), both under P("x"). With the output transposed the
-  // forward's tiles are gathered into the output's blocks and transformed there, the backward's read from its input's
-  // blocks (which it must leave as they were).
+  // complex128), both under P("x"). With the output transposed the forward's tiles are gathered into the output's
+  // blocks and transformed there, the backward's read from its input's blocks (which it must leave as they were).
   // The transposed layout's tiles stay in their blocks (the limit raised over every process's blocks, as for blocks
   // that fit in cache) or go through the tile buffer (the limit lowered to 0, as for larger blocks). Work buffer 0 (the
   // transposed layout's stage 0, the c2r's input) is mapped by every process, or not (then the peers' blocks go by
