@@ -12,36 +12,9 @@
 #include <utility>
 #include <vector>
 
+#include "counting_new.hpp"
 #include "darray/darray.hpp"
 #include "mpi_test.hpp"
-
-namespace {
-bool counting = false;
-long news = 0;
-}  // namespace
-
-// Not inlined: GCC would otherwise pair the inlined malloc with std::free at call sites and warn of a mismatch.
-// nvcc compiles these for the device as well (where nothing calls them, and nothing can throw): its device pass
-// gets a plain malloc.
-__attribute__((noinline)) void* operator new(std::size_t n) {
-#if defined(__CUDA_ARCH__)
-  return malloc(n > 0 ? n : 1);
-#else
-  if (counting) ++news;
-  if (void* p = std::malloc(n > 0 ? n : 1)) return p;
-  throw std::bad_alloc();
-#endif
-}
-// The nothrow form too: under AddressSanitizer an unreplaced one would come from its runtime and be freed here.
-__attribute__((noinline)) void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
-#if !defined(__CUDA_ARCH__)
-  if (counting) ++news;
-#endif
-  return std::malloc(n > 0 ? n : 1);
-}
-__attribute__((noinline)) void operator delete(void* p) noexcept { std::free(p); }
-__attribute__((noinline)) void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
-__attribute__((noinline)) void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
 namespace {
 
@@ -51,11 +24,11 @@ using darray::testing::all_ok;
 // operator new calls of `times` calls of fn.
 template <class Fn>
 long count_news(int times, Fn&& fn) {
-  news = 0;
-  counting = true;
+  darray_testing::counted_news = 0;
+  darray_testing::counting_allocations = true;
   for (int k = 0; k < times; ++k) fn();
-  counting = false;
-  return news;
+  darray_testing::counting_allocations = false;
+  return darray_testing::counted_news;
 }
 
 // operator new calls of three rounds of every kept-output collective (and of executed plans), after a warm-up round,
@@ -101,6 +74,23 @@ void require_kept_collectives_allocate_nothing() {
 
 // In a GPU build (device memory) this is the device path: kernels, fences and execution space instances, each of
 // which Kokkos 4 can make allocate (runtime/detail/kokkos_compat.hpp).
+// The counter the cases below read: it counts, so their zeros mean something (a replacement that no longer counted,
+// or a nothrow form left to the runtime, fails here).
+TEST_CASE("the replaced operator new counts its calls and bytes, the nothrow form's too") {
+  volatile std::size_t bytes = 24;
+  void* volatile a = nullptr;
+  void* volatile b = nullptr;
+  darray_testing::counted_new_bytes = 0;
+  const long n = count_news(1, [&] {
+    a = ::operator new(bytes);
+    b = ::operator new(bytes, std::nothrow);
+  });
+  ::operator delete(a);
+  ::operator delete(b, std::nothrow);
+  REQUIRE(n == 2);
+  REQUIRE(darray_testing::counted_new_bytes == 48);
+}
+
 TEST_CASE("kept-output collectives allocate nothing once their plan is cached") {
   require_kept_collectives_allocate_nothing();
 }

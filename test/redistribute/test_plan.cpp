@@ -15,30 +15,16 @@
 #include "darray/sharding/named_sharding.hpp"
 #include "random_layouts.hpp"
 
+// Bytes a plan allocates, counted through a replaced operator new: a plan that sized anything by the mesh (a
+// per-process color table, a copy of the device list) would allocate at least a byte per device. CUDA builds leave
+// operator new alone here (test_allocations.cpp counts there).
+#if !defined(__CUDACC__)
+#include "counting_new.hpp"
+#define DARRAY_TEST_COUNTS_ALLOCATIONS 1
+#endif
+
 using namespace darray;
 using darray::testing::random_mesh;
-
-// Bytes allocated while `counting` is set: a plan that sized anything by the mesh (a per-process color table, a
-// copy of the device list) would allocate at least a byte per device, which a structural test can see.
-namespace {
-std::atomic<bool> counting{false};
-std::atomic<std::size_t> counted_bytes{0};
-}  // namespace
-
-// nvcc compiles a replaced operator new for the device too, where it cannot throw: CUDA builds leave it alone.
-#if !defined(__CUDACC__)
-#define DARRAY_TEST_COUNTS_ALLOCATIONS 1
-// The replaced operator new allocates with malloc, so freeing with free is matched; GCC 12 cannot see that through
-// the replacement and warns at every inlined delete.
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-void* operator new(std::size_t n) {
-  if (counting.load(std::memory_order_relaxed)) counted_bytes += n;
-  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-#endif
 
 namespace {
 
@@ -299,18 +285,22 @@ TEST_CASE("plan: one process's plan in a 1,048,576-device mesh allocates for its
   // One device per process, 1024 x 1024 pencils: 1023 send and 1023 receive peers, one piece each.
   const Mesh mesh(make_device_table(std::vector<int>(1 << 20, 1)), {1024, 1024}, {"r", "c"});
   NamedSharding x(mesh, P{none, "r", "c"}), y(mesh, P{"r", none, "c"});
-  counted_bytes = 0;
-  counting = true;
+#if defined(DARRAY_TEST_COUNTS_ALLOCATIONS)
+  darray_testing::counted_new_bytes = 0;
+  darray_testing::counting_allocations = true;
+#endif
   const ReshardPlan plan(x, y, {4096, 4096, 4096}, 8, 12345);
-  counting = false;
-  const std::size_t bytes = counted_bytes;
+#if defined(DARRAY_TEST_COUNTS_ALLOCATIONS)
+  darray_testing::counting_allocations = false;
+#endif
   CHECK(plan.stats().send_peers == 1023);
   CHECK(plan.stats().recv_peers == 1023);
   CHECK(plan.stats().sub_communicator);
+#if defined(DARRAY_TEST_COUNTS_ALLOCATIONS)
+  const std::size_t bytes = darray_testing::counted_new_bytes;
   // Less than one byte per device of the mesh (the per-process color table alone was 4 MiB), and bounded per piece.
   const std::size_t pieces = 1 + 2 * 1023;
   INFO("plan allocated " << bytes << " bytes for " << pieces << " pieces");
-#if defined(DARRAY_TEST_COUNTS_ALLOCATIONS)
   CHECK(bytes < 512 * pieces);
   CHECK(bytes < static_cast<std::size_t>(mesh.size()));
 #else
