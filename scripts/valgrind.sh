@@ -29,12 +29,17 @@ PY
 status=0
 while IFS=$'\t' read -r name envs cmd; do
   IFS=$'\x1f' read -r -a argv <<<"$cmd"
-  # argv: mpiexec [flags] -n 1 EXE [args]; valgrind goes right before EXE.
+  # argv: mpiexec [flags] -n 1 [preflags, e.g. --oversubscribe] EXE [args]; valgrind goes right before EXE, the first
+  # executable file after "-n 1".
   exe_at=-1
   for i in "${!argv[@]}"; do
     if [ "${argv[$i]}" = "-n" ]; then exe_at=$((i + 2)); break; fi
   done
   [ "$exe_at" -ge 0 ] || continue
+  while [ "$exe_at" -lt "${#argv[@]}" ] && ! { [ -f "${argv[$exe_at]}" ] && [ -x "${argv[$exe_at]}" ]; }; do
+    exe_at=$((exe_at + 1))
+  done
+  [ "$exe_at" -lt "${#argv[@]}" ] || continue
   exe=${argv[$exe_at]}
   if grep -q "__asan_init" "$exe" 2>/dev/null; then echo "valgrind: $name skipped (built with AddressSanitizer)"; continue; fi
   run=("${argv[@]:0:$exe_at}" valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdlib>
+#include <cstring>
 #include <new>
 
 namespace darray_testing {
@@ -22,6 +23,13 @@ inline void count_new(std::size_t n) {
   if (!counting_allocations.load(std::memory_order_relaxed)) return;
   counted_news.fetch_add(1, std::memory_order_relaxed);
   counted_new_bytes.fetch_add(n, std::memory_order_relaxed);
+}
+
+// False under valgrind: memcheck's preload library replaces operator new in the executable too, so nothing is counted
+// (the counts then read zero whatever the code allocates).
+inline bool replaced_new_counts() {
+  const char* preload = std::getenv("LD_PRELOAD");
+  return preload == nullptr || std::strstr(preload, "vgpreload") == nullptr;
 }
 
 }  // namespace darray_testing
