@@ -72,8 +72,6 @@ void require_kept_collectives_allocate_nothing() {
 
 }  // namespace
 
-// In a GPU build (device memory) this is the device path: kernels, fences and execution space instances, each of
-// which Kokkos 4 can make allocate (runtime/detail/kokkos_compat.hpp).
 // The counter the cases below read: it counts, so their zeros mean something (a replacement that no longer counted,
 // or a nothrow form left to the runtime, fails here).
 TEST_CASE("the replaced operator new counts its calls and bytes, the nothrow form's too") {
@@ -95,6 +93,8 @@ TEST_CASE("the replaced operator new counts its calls and bytes, the nothrow for
   REQUIRE(darray_testing::counted_new_bytes == 48);
 }
 
+// In a GPU build (device memory) this is the device path: kernels, fences and execution space instances, each of
+// which Kokkos 4 can make allocate (runtime/detail/kokkos_compat.hpp).
 TEST_CASE("kept-output collectives allocate nothing once their plan is cached") {
   require_kept_collectives_allocate_nothing();
 }

@@ -1,11 +1,8 @@
 // ReshardPlan built offline for every process of simulated layouts: every destination box is tiled exactly once,
 // every piece lies inside its source's block, and what one process plans to send its peer plans to receive.
-#include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
-#include <cstdlib>
 #include <map>
-#include <new>
 #include <random>
 #include <set>
 
