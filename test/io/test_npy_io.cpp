@@ -1,7 +1,7 @@
 // Collective save_npy / load_npy at every process and device count: round trips over meshes, specs, uneven and
-// empty blocks, 0-d and zero-size arrays and element types of every kind, checked against the file's raw bytes as
-// well as after loading; replica 0 is what gets written; pieces split below the message limit; and every bad file
-// gives the same clear error on every process.
+// empty blocks, 0-d and zero-size arrays and element types of every kind, and over random layouts, checked against
+// the file's raw bytes as well as after loading; replica 0 is what gets written; pieces split below the message
+// limit; and every bad file gives the same clear error on every process.
 #include <sys/resource.h>
 #include <sys/stat.h>
 
@@ -13,10 +13,12 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "io_test_util.hpp"
+#include "random_layouts.hpp"
 #include "split_sizes.hpp"
 
 using namespace darray;
@@ -113,6 +115,28 @@ void round_trip(const TempDir& dir, const std::string& name, bool staged = false
   }
 }
 
+// One random layout pair: a shape of rank N (dims 0-9, now and then up to 299: empty, uneven and split blocks), saved
+// under a random sharding of a random mesh over all devices and loaded under it and under another one.
+template <class T, int N>
+void random_round_trip(std::mt19937_64& rng, const std::string& path) {
+  Shape shape(N);
+  for (int d = 0; d < N; ++d) shape[d] = static_cast<int64_t>(rng() % 8 == 0 ? rng() % 300 : rng() % 10);
+  const Mesh saved_mesh = darray::testing::random_mesh(rng, devices());
+  const Mesh loaded_mesh = darray::testing::random_mesh(rng, devices(), 0, true, 'p');
+  const NamedSharding saved(saved_mesh, darray::testing::random_spec(rng, saved_mesh.axis_names(), N, true));
+  const NamedSharding loaded(loaded_mesh, darray::testing::random_spec(rng, loaded_mesh.axis_names(), N, true));
+  INFO(dtype_name<T>() << " shape " << shape_to_string(shape) << " saved as " << saved << ", loaded as " << loaded);
+  io::save_npy(path, darray::testing::make_test_array<T, N>(shape, saved));
+  const std::string file_err = check_file_bytes<T>(path, shape);
+  INFO("file: " << file_err);
+  REQUIRE(all_ok(file_err.empty()));
+  for (const NamedSharding& s : {saved, loaded}) {
+    const std::string err = darray::testing::check_loaded(io::load_npy<T, N>(path, s), shape, s);
+    INFO("loaded as " << s << ": " << err);
+    REQUIRE(all_ok(err.empty()));
+  }
+}
+
 // The message every process got is the same as process 0's.
 bool same_everywhere(const std::string& msg) {
   std::vector<char> root(msg.begin(), msg.end());
@@ -165,6 +189,18 @@ TEST_CASE("pieces split below the message limit land where they belong", "[round
     setenv("DARRAY_MPI_MAX_MESSAGE_BYTES", saved.c_str(), 1);
   else
     unsetenv("DARRAY_MPI_MAX_MESSAGE_BYTES");
+}
+
+TEST_CASE("random meshes, specs and shapes round trip: saved under one sharding, loaded under another", "[roundtrip]") {
+  TempDir dir;
+  std::mt19937_64 rng(31);  // same seed everywhere: every process draws the same layouts
+  const std::string path = dir.file("random.npy");
+  for (int trial = 0; trial < 8; ++trial) {
+    random_round_trip<double, 1>(rng, path);
+    random_round_trip<int16_t, 2>(rng, path);
+    random_round_trip<Kokkos::complex<float>, 3>(rng, path);
+    random_round_trip<uint8_t, 4>(rng, path);
+  }
 }
 
 TEST_CASE("save_npy writes replica 0 of each block, and load_npy fills every replica") {

@@ -2,7 +2,8 @@
 // communication): the result's sharding and shape, the result block of each local device, the reduction slots of
 // this process's component, the pieces it sends and receives, and the copies that assemble each result block.
 // Plans hold element counts, not bytes, so one plan serves every element type; they are cached by their inputs.
-// The layer's internals live in detail::coll, so short names (Piece, Copy, Slot) never meet other layers' ones.
+// The layer's internals live in darray::detail, like every layer's (darray.hpp); no other header declares Piece, Copy
+// or Slot at that namespace's top level (the FFT's are members of its classes).
 // The public CollectivePlan (collectives/plan.hpp) holds one, with what its execution needs.
 #pragma once
 
