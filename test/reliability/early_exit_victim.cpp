@@ -1,6 +1,7 @@
 // A process that leaves early while the others enter a collective. Modes (argv[1]):
 //   barrier | reshard | psum  process 1 catches a darray::Error and returns from main; the others enter that collective
 //   unwinding                 process 1's Environment is destroyed by an exception passing through it
+//   run                       under darray::run, process 1's body returns (it caught an error); the others enter a psum
 //   normal                    every process runs the collectives and returns (must exit 0, fast)
 // Used by early_exit.sh: the launch must end non-zero within DARRAY_SHUTDOWN_TIMEOUT_S, with one message naming
 // process 1, instead of hanging.
@@ -36,6 +37,15 @@ int main(int argc, char** argv) {
     }
     return 0;
   }
+  if (mode == "run")
+    return darray::run(argc, argv, [&] {
+      if (darray::process_index() == 1) {
+        std::cerr << "process 1 caught an error and its body returns\n";
+        return;
+      }
+      collective("psum");
+      std::cout << "process " << darray::process_index() << ": finished without process 1\n";
+    });
   darray::Environment env(argc, argv);
   if (mode != "normal" && darray::process_index() == 1) {
     try {

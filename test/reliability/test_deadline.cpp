@@ -1,6 +1,7 @@
 // DARRAY_TIMEOUT_S (run with DARRAY_TIMEOUT_S=1): a blocking wait of the library whose peers do not arrive in time
 // throws an error naming the operation and the processes that did not arrive, instead of hanging.
 #include <mpi.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <catch2/catch.hpp>
@@ -146,4 +147,48 @@ TEST_CASE("a movement over every process, run the first time with one process la
   REQUIRE(all_ok(process_index() == late ||
                  (msg.find("timed out after 1 s (DARRAY_TIMEOUT_S)") != std::string::npos && took < 2.4)));
   MPI_Barrier(MPI_COMM_WORLD);  // no deadline: the late process may have waited for its own timeout too
+}
+
+// Open MPI 4.1 with threads (the library asks for MPI_THREAD_FUNNELED) never returned from an MPI_Waitall that found
+// a request failed already while another was still pending: here a receive truncated by a longer message (what a
+// peer running another operation sends), taken before the wait, and one whose message comes 0.2 s into the wait.
+// The wait without a deadline (timeout 0; this file's DARRAY_TIMEOUT_S is not used) must end, with the truncated
+// receive reported as tolerated. An alarm ends the process instead of a hang.
+TEST_CASE("a wait without a deadline ends when a receive failed before it and another is still pending") {
+  MPI_Comm comm = MPI_COMM_NULL;  // returns errors, as the library's communicators do
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+  if (process_index() <= 1 && process_count() >= 2) {
+    alarm(30);
+    const int peer = 1 - process_index();
+    if (process_index() == 1) {
+      const int longer[2] = {1, 2};
+      MPI_Send(longer, 2, MPI_INT, peer, 5, comm);
+      int go = 0;
+      MPI_Recv(&go, 1, MPI_INT, peer, 7, comm, MPI_STATUS_IGNORE);
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      const int later = 3;
+      MPI_Send(&later, 1, MPI_INT, peer, 6, comm);
+    } else {
+      int first = 0, second = 0;
+      std::vector<MPI_Request> requests(2, MPI_REQUEST_NULL);
+      MPI_Irecv(&first, 1, MPI_INT, peer, MPI_ANY_TAG, comm, &requests[0]);
+      MPI_Irecv(&second, 1, MPI_INT, peer, 6, comm, &requests[1]);
+      int arrived = 0;  // progress until the longer message completed the first receive (truncated)
+      MPI_Status probe;
+      while (!arrived) MPI_Request_get_status(requests[0], &arrived, &probe);
+      const int go = 1;
+      MPI_Send(&go, 1, MPI_INT, peer, 7, comm);
+      std::vector<MPI_Status> statuses(2);
+      detail::wait_all_until(requests, "test wait", {peer, peer}, statuses.data(), /*timeout_s=*/0,
+                             /*tolerate_truncation=*/true);
+      REQUIRE(requests[0] == MPI_REQUEST_NULL);
+      REQUIRE(requests[1] == MPI_REQUEST_NULL);
+      REQUIRE(statuses[0].MPI_ERROR == MPI_ERR_TRUNCATE);
+      REQUIRE(statuses[1].MPI_ERROR == MPI_SUCCESS);
+      REQUIRE(second == 3);
+    }
+    alarm(0);
+  }
+  MPI_Comm_free(&comm);
 }

@@ -156,6 +156,19 @@ TEST_CASE("fft forward here and backward on the last process: an error on every 
                            fused ? "ran different transforms at the same time" : "sent data of another operation");
 }
 
+TEST_CASE("halo exchange with a wider halo on the last process: an error on every process") {
+  // The last process sends two rows where the others receive one: their receives are truncated, often before they
+  // wait (a wait without a deadline once hung there, at 3 processes: test_deadline has the MPI case). Along a
+  // periodic ring of at most 3 processes every process exchanges with the last; beyond, a process none of whose
+  // neighbours differ learns nothing of it (only DARRAY_CHECK=1 compares every process's call).
+  if (process_count() > 3) return;
+  const Mesh mesh = make_mesh({device_count()}, {"x"});
+  const NamedSharding rows(mesh, P{"x"});
+  const HaloExchange<double, 2> halo({4 * device_count(), 8}, rows, {last() ? 2 : 1, 0}, Boundary::periodic);
+  const auto padded = halo.allocate();
+  require_mismatch_error([&] { halo.exchange(padded); }, "sent data of another operation");
+}
+
 TEST_CASE("all_gather of float32 here and int32 on the last process: an error on every process") {
   const Mesh mesh = make_mesh({device_count()}, {"x"});
   const NamedSharding line(mesh, P{"x"});

@@ -148,7 +148,13 @@ class Environment {
       const bool unwinding = std::uncaught_exceptions() > m_uncaught_at_start;
       double waited = 0;
       if (!detail::all_arrive_within(s.comm, s.shutdown_timeout_s, &waited)) {
-        detail::abort_job(MPI_COMM_WORLD, detail::early_exit_message(s.rank, s.size, unwinding, s.shutdown_timeout_s));
+        detail::abort_job(
+            MPI_COMM_WORLD,
+            detail::early_exit_message(
+                s.rank, s.size,
+                unwinding ? "its darray::Environment was destroyed by an exception propagating through it"
+                          : "its darray::Environment ended: main returned or the Environment went out of scope",
+                s.shutdown_timeout_s));
       }
       DARRAY_LOG(debug, "shutdown agreement: all processes arrived after " << waited * 1e6 << " us");
     }

@@ -6,19 +6,18 @@
 #include <mpi.h>
 
 #include <algorithm>
-#include <chrono>
 #include <exception>
 #include <iostream>
 #include <memory>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "darray/core/error.hpp"
 #include "darray/runtime/detail/mpi.hpp"
+#include "darray/runtime/detail/shutdown.hpp"
 #include "darray/runtime/detail/state.hpp"
 #include "darray/runtime/environment.hpp"
 
@@ -65,7 +64,9 @@ namespace detail {
 inline constexpr double run_agreement_seconds = 10.0;
 
 // Collective on `comm` (a private duplicate): every process reports whether it failed. Returns the lowest failed
-// rank (size when none) and the number that failed; -1 for both when a failed process gave up waiting.
+// rank (size when none) and the number that failed; {-1, -1} when the others did not report in time: a failed
+// process waits run_agreement_seconds, one whose body returned DARRAY_SHUTDOWN_TIMEOUT_S (the end of its program, as
+// the Environment's end waits; 0: without limit), since the others may wait in a collective it will never join.
 inline std::pair<int, int> agree_on_failure(MPI_Comm comm, bool failed) {
   int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);
@@ -74,18 +75,8 @@ inline std::pair<int, int> agree_on_failure(MPI_Comm comm, bool failed) {
   MPI_Request req[2];
   MPI_Iallreduce(&first_in, &first, 1, MPI_INT, MPI_MIN, comm, &req[0]);
   MPI_Iallreduce(&count_in, &count, 1, MPI_INT, MPI_SUM, comm, &req[1]);
-  if (!failed) {
-    MPI_Waitall(2, req, MPI_STATUSES_IGNORE);
-    return {first, count};
-  }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(run_agreement_seconds);
-  int done = 0;
-  while (!done) {
-    MPI_Testall(2, req, &done, MPI_STATUSES_IGNORE);
-    if (done) break;
-    if (std::chrono::steady_clock::now() > deadline) return {-1, -1};
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+  const double timeout_s = failed ? run_agreement_seconds : static_cast<double>(state().shutdown_timeout_s);
+  if (!complete_within(req, 2, timeout_s)) return {-1, -1};
   return {first, count};
 }
 
@@ -107,7 +98,9 @@ int run_body(Body& body) {
 // An exception on any process ends the launch cleanly: one process (the lowest failed rank) prints
 // "error: <message>" to stderr, and every process returns 1. When the other processes cannot take part because
 // they wait in a collective that the failed process left, it ends the launch with MPI_Abort after
-// detail::run_agreement_seconds. Without an error every process returns body's exit code (0 for void).
+// detail::run_agreement_seconds; a process whose body returned while the others wait in a collective it skipped
+// (it caught an error, say) ends it after DARRAY_SHUTDOWN_TIMEOUT_S, as the Environment's end does. Without an error
+// every process returns body's exit code (0 for void).
 template <class Body>
 int run(int& argc, char**& argv, const EnvironmentOptions& options, Body&& body) {
   std::string message;
@@ -136,12 +129,16 @@ int run(int& argc, char**& argv, const EnvironmentOptions& options, Body&& body)
     message = "an exception that is not a std::exception";
   }
   const auto [first, count] = detail::agree_on_failure(comm, failed);
-  if (first < 0) {
+  if (first < 0 && failed) {
     std::ostringstream os;
     os << "error on process " << process_index() << " (the others did not respond within "
        << detail::run_agreement_seconds << " s, so the launch is aborted): " << message;
     detail::abort_job(comm, os.str());
   }
+  if (first < 0)
+    detail::abort_job(
+        comm, detail::early_exit_message(process_index(), process_count(), "the body given to darray::run returned",
+                                         detail::state().shutdown_timeout_s));
   MPI_Comm_free(&comm);
   if (count > 0 && process_index() == first) {
     std::cerr << "error";

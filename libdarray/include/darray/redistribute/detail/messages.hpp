@@ -116,21 +116,5 @@ class MpiTypes {
   std::vector<MPI_Datatype> m_types;
 };
 
-// Waits for every request; on failure names the first failing one. Requests are released either way.
-inline void wait_all_checked(std::vector<MPI_Request>& requests, const char* api) {
-  if (requests.empty()) return;
-  std::vector<MPI_Status> statuses(requests.size());
-  const WorldReturnsErrors world_returns_errors;
-  const int rc = MPI_Waitall(static_cast<int>(requests.size()), requests.data(), statuses.data());
-  if (rc == MPI_ERR_IN_STATUS) {
-    for (const MPI_Status& st : statuses)
-      if (st.MPI_ERROR != MPI_SUCCESS && st.MPI_ERROR != MPI_ERR_PENDING)
-        throw MpiError(
-            api, "message with process " + std::to_string(st.MPI_SOURCE) + " failed: " + mpi_error_string(st.MPI_ERROR),
-            st.MPI_ERROR, __FILE__, __LINE__);
-  }
-  DARRAY_MPI_CHECK(rc);
-}
-
 }  // namespace detail
 }  // namespace darray

@@ -17,44 +17,50 @@
 namespace darray {
 namespace detail {
 
-// Collective over comm in the sense of MPI_Ibarrier: true when every process entered it within timeout_s seconds
-// (timeout_s <= 0: waits without limit). `waited` receives the seconds spent. Polls quickly at first, so a normal end
-// of program, where processes arrive within microseconds of one another, costs one barrier; then backs off to 10 ms
-// so a long wait does not burn a core that another process may need. Never throws.
-inline bool all_arrive_within(MPI_Comm comm, double timeout_s, double* waited = nullptr) noexcept {
+// Whether the n requests (a barrier's, an agreement's reductions) all completed within timeout_s seconds
+// (timeout_s <= 0: waits without limit). `waited` receives the seconds spent. Polls quickly at first, so processes
+// that arrive within microseconds of one another cost one round; then backs off to 10 ms so a long wait does not burn
+// a core that another process may need. Unfinished requests are left as they are. Never throws.
+inline bool complete_within(MPI_Request* requests, int n, double timeout_s, double* waited = nullptr) noexcept {
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
-  MPI_Request request = MPI_REQUEST_NULL;
-  bool arrived = false;
-  if (MPI_Ibarrier(comm, &request) == MPI_SUCCESS) {
-    auto pause = std::chrono::microseconds(0);
-    for (long polls = 0;; ++polls) {
-      int done = 0;
-      if (MPI_Test(&request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) break;
-      if (done) {
-        arrived = true;
-        break;
-      }
-      const double elapsed = std::chrono::duration<double>(clock::now() - start).count();
-      if (timeout_s > 0 && elapsed >= timeout_s) break;
-      if (polls >= 1000) {
-        pause = std::min(std::chrono::microseconds(10000), std::max(std::chrono::microseconds(50), pause * 2));
-        std::this_thread::sleep_for(pause);
-      }
+  bool completed = false;
+  auto pause = std::chrono::microseconds(0);
+  for (long polls = 0;; ++polls) {
+    int done = 0;
+    if (MPI_Testall(n, requests, &done, MPI_STATUSES_IGNORE) != MPI_SUCCESS) break;
+    if (done) {
+      completed = true;
+      break;
+    }
+    const double elapsed = std::chrono::duration<double>(clock::now() - start).count();
+    if (timeout_s > 0 && elapsed >= timeout_s) break;
+    if (polls >= 1000) {
+      pause = std::min(std::chrono::microseconds(10000), std::max(std::chrono::microseconds(50), pause * 2));
+      std::this_thread::sleep_for(pause);
     }
   }
   if (waited != nullptr) *waited = std::chrono::duration<double>(clock::now() - start).count();
-  return arrived;
+  return completed;
+}
+
+// Collective over comm in the sense of MPI_Ibarrier: true when every process entered it within timeout_s seconds
+// (timeout_s <= 0: waits without limit), as complete_within waits. Never throws.
+inline bool all_arrive_within(MPI_Comm comm, double timeout_s, double* waited = nullptr) noexcept {
+  MPI_Request request = MPI_REQUEST_NULL;
+  if (MPI_Ibarrier(comm, &request) != MPI_SUCCESS) {
+    if (waited != nullptr) *waited = 0;
+    return false;
+  }
+  return complete_within(&request, 1, timeout_s, waited);
 }
 
 // The one message of a process that aborts the job because the others did not reach the end.
-inline std::string early_exit_message(int rank, int size, bool unwinding, int timeout_s) {
+// `how` says how it left, e.g. "its darray::Environment ended: main returned or the Environment went out of scope".
+inline std::string early_exit_message(int rank, int size, const char* how, int timeout_s) {
   std::ostringstream os;
-  os << "darray: process " << rank << " left ("
-     << (unwinding ? "its darray::Environment was destroyed by an exception propagating through it"
-                   : "its darray::Environment ended: main returned or the Environment went out of scope")
-     << ") while other processes were still communicating: the other " << size - 1
-     << " process(es) did not reach the end of the program within DARRAY_SHUTDOWN_TIMEOUT_S = " << timeout_s
+  os << "darray: process " << rank << " left (" << how << ") while other processes were still communicating: the other "
+     << size - 1 << " process(es) did not reach the end of the program within DARRAY_SHUTDOWN_TIMEOUT_S = " << timeout_s
      << " s, so they are most likely waiting in a collective that process " << rank
      << " skipped. Aborting the job instead of hanging (raise DARRAY_SHUTDOWN_TIMEOUT_S if processes legitimately "
         "finish that far apart; 0 waits forever).";
