@@ -93,30 +93,31 @@ std::vector<Layout> layouts() {
   return out;
 }
 
+// Saves an array of layout l at path, checks the file's bytes, and loads it under its sharding and its reload one.
+template <class T, int N>
+void round_trip_layout(const Layout& l, const std::string& path) {
+  INFO(dtype_name<T>() << " shape " << shape_to_string(l.shape) << " saved as " << l.sharding << ", reloaded as "
+                       << l.reload);
+  io::save_npy(path, darray::testing::make_test_array<T, N>(l.shape, l.sharding));
+  const std::string file_err = check_file_bytes<T>(path, l.shape);
+  INFO("file: " << file_err);
+  REQUIRE(all_ok(file_err.empty()));
+  for (const NamedSharding& s : {l.sharding, l.reload}) {
+    const std::string err = darray::testing::check_loaded(io::load_npy<T, N>(path, s), l.shape, s);
+    INFO("loaded as " << s << ": " << err);
+    REQUIRE(all_ok(err.empty()));
+  }
+}
+
 template <class T, int N>
 void round_trip(const TempDir& dir, const std::string& name, bool staged = false) {
   std::unique_ptr<darray::detail::StageAsIfOnDevice> hook;
   if (staged) hook = std::make_unique<darray::detail::StageAsIfOnDevice>();
-  for (const Layout& l : layouts<N>()) {
-    INFO(dtype_name<T>() << " shape " << shape_to_string(l.shape) << " saved as " << l.sharding << ", reloaded as "
-                         << l.reload);
-    const std::string path = dir.file(name);
-    const auto a = darray::testing::make_test_array<T, N>(l.shape, l.sharding);
-    io::save_npy(path, a);
-    const std::string file_err = check_file_bytes<T>(path, l.shape);
-    INFO("file: " << file_err);
-    REQUIRE(all_ok(file_err.empty()));
-    for (const NamedSharding& s : {l.sharding, l.reload}) {
-      const auto b = io::load_npy<T, N>(path, s);
-      const std::string err = darray::testing::check_loaded(b, l.shape, s);
-      INFO("loaded as " << s << ": " << err);
-      REQUIRE(all_ok(err.empty()));
-    }
-  }
+  for (const Layout& l : layouts<N>()) round_trip_layout<T, N>(l, dir.file(name));
 }
 
-// One random layout pair: a shape of rank N (dims 0-9, now and then up to 299: empty, uneven and split blocks), saved
-// under a random sharding of a random mesh over all devices and loaded under it and under another one.
+// One random layout: a shape of rank N (dims 0-9, now and then up to 299: empty, uneven and split blocks), saved
+// under a random sharding of a random mesh over all devices and reloaded under another.
 template <class T, int N>
 void random_round_trip(std::mt19937_64& rng, const std::string& path) {
   Shape shape(N);
@@ -125,16 +126,7 @@ void random_round_trip(std::mt19937_64& rng, const std::string& path) {
   const Mesh loaded_mesh = darray::testing::random_mesh(rng, devices(), 0, true, 'p');
   const NamedSharding saved(saved_mesh, darray::testing::random_spec(rng, saved_mesh.axis_names(), N, true));
   const NamedSharding loaded(loaded_mesh, darray::testing::random_spec(rng, loaded_mesh.axis_names(), N, true));
-  INFO(dtype_name<T>() << " shape " << shape_to_string(shape) << " saved as " << saved << ", loaded as " << loaded);
-  io::save_npy(path, darray::testing::make_test_array<T, N>(shape, saved));
-  const std::string file_err = check_file_bytes<T>(path, shape);
-  INFO("file: " << file_err);
-  REQUIRE(all_ok(file_err.empty()));
-  for (const NamedSharding& s : {saved, loaded}) {
-    const std::string err = darray::testing::check_loaded(io::load_npy<T, N>(path, s), shape, s);
-    INFO("loaded as " << s << ": " << err);
-    REQUIRE(all_ok(err.empty()));
-  }
+  round_trip_layout<T, N>(Layout{shape, saved, loaded}, path);
 }
 
 // The message every process got is the same as process 0's.

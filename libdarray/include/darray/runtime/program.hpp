@@ -129,16 +129,16 @@ int run(int& argc, char**& argv, const EnvironmentOptions& options, Body&& body)
     message = "an exception that is not a std::exception";
   }
   const auto [first, count] = detail::agree_on_failure(comm, failed);
-  if (first < 0 && failed) {
+  if (first < 0) {  // the others did not report in time
     std::ostringstream os;
-    os << "error on process " << process_index() << " (the others did not respond within "
-       << detail::run_agreement_seconds << " s, so the launch is aborted): " << message;
+    if (failed)
+      os << "error on process " << process_index() << " (the others did not respond within "
+         << detail::run_agreement_seconds << " s, so the launch is aborted): " << message;
+    else
+      os << detail::early_exit_message(process_index(), process_count(), "the body given to darray::run returned",
+                                       detail::state().shutdown_timeout_s);
     detail::abort_job(comm, os.str());
   }
-  if (first < 0)
-    detail::abort_job(
-        comm, detail::early_exit_message(process_index(), process_count(), "the body given to darray::run returned",
-                                         detail::state().shutdown_timeout_s));
   MPI_Comm_free(&comm);
   if (count > 0 && process_index() == first) {
     std::cerr << "error";

@@ -100,30 +100,23 @@ inline void wait_all_until(std::vector<MPI_Request>& requests, const char* op, c
   };
   const WorldReturnsErrors world_returns_errors;
   indices.resize(requests.size());
-  if (timeout_s <= 0) {
-    // MPI_Waitsome until no request is left, each failed one handled as it comes. Not MPI_Waitall: Open MPI 4.1 with
-    // threads (the library asks for MPI_THREAD_FUNNELED) never returns from an MPI_Waitall that finds a request
-    // failed already (a receive truncated by a longer message: a peer running another operation) while another is
-    // still pending; it spins in the release of its wait object (test_deadline has the case).
-    while (true) {
-      int done = 0;
-      const int rc = MPI_Waitsome(n, requests.data(), &done, indices.data(), scratch.data());
-      if (rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS) DARRAY_MPI_CHECK(rc);
-      if (done == MPI_UNDEFINED) return;  // no active request is left
-      for (int k = 0; k < done; ++k)
-        finish(indices[static_cast<std::size_t>(k)], scratch[static_cast<std::size_t>(k)], rc == MPI_ERR_IN_STATUS);
-    }
-  }
+  // Without a deadline MPI_Waitsome, each failed request handled as it comes. Not MPI_Waitall: Open MPI 4.1 with
+  // threads (the library asks for MPI_THREAD_FUNNELED) never returns from an MPI_Waitall that finds a request failed
+  // already (a receive truncated by a longer message: a peer running another operation) while another is still
+  // pending; it spins in the release of its wait object (test_deadline has the case). With one, MPI_Testsome polls.
+  const bool blocking = timeout_s <= 0;
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
   PollPause pause;
   while (true) {
     int done = 0;
-    const int rc = MPI_Testsome(n, requests.data(), &done, indices.data(), scratch.data());
+    const int rc = blocking ? MPI_Waitsome(n, requests.data(), &done, indices.data(), scratch.data())
+                            : MPI_Testsome(n, requests.data(), &done, indices.data(), scratch.data());
     if (rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS) DARRAY_MPI_CHECK(rc);
     if (done == MPI_UNDEFINED) return;  // no active request is left
     for (int k = 0; k < done; ++k)
       finish(indices[static_cast<std::size_t>(k)], scratch[static_cast<std::size_t>(k)], rc == MPI_ERR_IN_STATUS);
+    if (blocking) continue;
     if (std::chrono::duration<double>(clock::now() - start).count() >= timeout_s) break;
     if (done > 0)
       pause.progressed();
