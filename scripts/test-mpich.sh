@@ -19,7 +19,7 @@ fi
 # sub-communicators, the collective-consistency checks), Environments created and destroyed, the tests that hit
 # MPICH's error handler on MPI_COMM_WORLD (mismatched operations and the deadline on waits and meetings:
 # detail::WorldReturnsErrors), a multi-process reshard, the all-reduce example, and a process leaving early (the
-# shutdown's MPI_Ibarrier and MPI_Abort under Hydra; 3 processes, about 3 s each).
+# shutdown's MPI_Ibarrier and MPI_Abort under Hydra, and darray::run's failure agreement; 3 processes, about 3 s each).
 subset=(
   "test_comm           test_comm.np2.hd1 test_comm_max4099.np2.hd1 test_comm_check.np2.hd1"
   "test_comm_lifecycle test_comm_lifecycle.np2.hd1"
@@ -28,7 +28,7 @@ subset=(
   "test_arrival        test_arrival.np2.hd1 test_arrival.process_allgather-skipped.np2.hd1"
   "test_reshard        test_reshard.np2.hd2"
   "allreduce           allreduce.np2.hd1 allreduce.multi.np2.hd4"
-  "early_exit_victim   reliability.early-exit.normal reliability.early-exit.barrier reliability.early-exit.unwinding"
+  "early_exit_victim   reliability.early-exit.normal reliability.early-exit.barrier reliability.early-exit.unwinding reliability.early-exit.run"
 )
 
 "$here/install-deps.sh"
