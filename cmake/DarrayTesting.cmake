@@ -78,6 +78,19 @@ if(DARRAY_SANITIZE)
     "UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:suppressions=${PROJECT_SOURCE_DIR}/test/sanitizers/ubsan.supp")
 endif()
 
+# The TIMEOUT of a test of `np` processes: `base`, or 4 x `base` under MPICH when np exceeds the machine's cores.
+# MPICH busy-polls while it waits, so oversubscribed processes take turns at the scheduler's pace: under MPICH
+# 4.0.2 on 2 cores, test_collectives_checked.np3.hd2 (DARRAY_CHECK=1, 1.6 s under Open MPI) took 139 s and the
+# 120 s limit stopped it. The limit still ends a hang.
+cmake_host_system_information(RESULT darray_host_cores QUERY NUMBER_OF_LOGICAL_CORES)
+function(darray_mpi_test_timeout out base np)
+  set(t ${base})
+  if(DARRAY_MPI_LAUNCHER STREQUAL "mpich" AND np GREATER darray_host_cores)
+    math(EXPR t "${base} * 4")
+  endif()
+  set(${out} ${t} PARENT_SCOPE)
+endfunction()
+
 function(darray_add_mpi_test)
   cmake_parse_arguments(T "" "NAME;TIMEOUT" "COMMAND;PROCS;DEVICES;LABELS;ENVIRONMENT" ${ARGN})
   if(NOT T_PROCS)
@@ -95,12 +108,13 @@ function(darray_add_mpi_test)
     set(exe $<TARGET_FILE:${exe}>)
   endif()
   foreach(np IN LISTS T_PROCS)
+    darray_mpi_test_timeout(timeout ${T_TIMEOUT} ${np})
     foreach(hd IN LISTS T_DEVICES)
       set(test_name ${T_NAME}.np${np}.hd${hd})
       darray_mpiexec_command(cmd ${np} ${exe} ${T_COMMAND})
       add_test(NAME ${test_name} COMMAND ${cmd})
       set_tests_properties(${test_name} PROPERTIES
-        TIMEOUT ${T_TIMEOUT}
+        TIMEOUT ${timeout}
         PROCESSORS ${np}
         LABELS "mpi;${T_LABELS}"
         ENVIRONMENT "${DARRAY_MPI_TEST_ENV};DARRAY_HOST_DEVICE_COUNT=${hd};${T_ENVIRONMENT}")
