@@ -18,6 +18,7 @@
 #include "darray/array/detail/view.hpp"
 #include "darray/core/error.hpp"
 #include "darray/core/index.hpp"
+#include "darray/runtime/detail/kokkos_compat.hpp"
 
 namespace darray {
 namespace detail {
@@ -264,7 +265,7 @@ struct StridedCopyItem {
 template <class I, CopyOp Op, class T, class ExecSpace>
 void strided_copy_kernel_impl(const ExecSpace& space, const T* src, T* dst, const CopyGeometry& g, int64_t n) {
   static const std::string kernel_name = "darray::strided_copy";  // kokkos_compat.hpp: built once
-  Kokkos::parallel_for(kernel_name, Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<I>>(space, 0, static_cast<I>(n)),
+  Kokkos::parallel_for(kernel_name, range_policy(space, I{0}, static_cast<I>(n)),
                        StridedCopyItem<I, Op, T>{src + g.src_offset, dst + g.dst_offset, g});
 }
 

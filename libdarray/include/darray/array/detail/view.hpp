@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "darray/array/detail/block_cache.hpp"
+#include "darray/array/detail/stream_copy.hpp"
 #include "darray/comm/detail/cuda_aware.hpp"
 #include "darray/core/error.hpp"
 #include "darray/core/index.hpp"
@@ -288,12 +289,24 @@ void copy_host_to_view(const typename View::non_const_value_type* src, const Vie
 // false, fenced: the per-call host copies of the device path. Kokkos::deep_copy without a space fences under names it
 // builds on the heap (Kokkos 4: runtime/detail/kokkos_compat.hpp); the space form of a contiguous copy is one
 // asynchronous copy. Unfenced, kernels on `space` after it see the copy, and neither view may be written before a
-// later fence of `space`.
+// later fence of `space`. Between two host-reachable views on a host space, copy_bytes: Kokkos 4's host deep_copy
+// asks the static Exec::concurrency(const Exec& = Exec()), whose default OpenMP instance allocates
+// (runtime/detail/kokkos_compat.hpp).
 template <class Exec, class Dst, class Src>
 void copy_contiguous(const Exec& space, const Dst& dst, const Src& src, bool then_fence = true) {
   if (dst.size() == 0) return;
-  Kokkos::deep_copy(space, dst, src);
-  if (then_fence) fence(space);
+  using Host = Kokkos::HostSpace;
+  if constexpr (Kokkos::SpaceAccessibility<Exec, Host>::accessible &&
+                Kokkos::SpaceAccessibility<Host, typename Dst::memory_space>::accessible &&
+                Kokkos::SpaceAccessibility<Host, typename Src::memory_space>::accessible) {
+    copy_bytes(static_cast<void*>(dst.data()), static_cast<const void*>(src.data()),
+               dst.size() * sizeof(typename Dst::non_const_value_type));
+    (void)space;
+    (void)then_fence;
+  } else {
+    Kokkos::deep_copy(space, dst, src);
+    if (then_fence) fence(space);
+  }
 }
 
 // Each block of `out` <- the block of `from` on the same device (lists of shards of one sharding, both in local-device

@@ -18,6 +18,7 @@
 #include "darray/array/detail/stream_copy.hpp"
 #include "darray/array/dtype.hpp"
 #include "darray/comm/detail/mpi_types.hpp"
+#include "darray/runtime/detail/kokkos_compat.hpp"
 #include "darray/runtime/detail/mpi.hpp"
 #include "darray/runtime/detail/state.hpp"
 
@@ -209,15 +210,12 @@ struct CombineItem {
   KOKKOS_INLINE_FUNCTION void operator()(const int64_t i) const { dst[i] = combine_one<Op>(dst[i], src[i]); }
 };
 
-template <class Exec>
-using ElementPolicy = Kokkos::RangePolicy<Exec, Kokkos::IndexType<int64_t>>;
-
 // data[0..n) in place: values to keys (to_keys) or keys back to values. Not fenced.
 template <class F, class Exec>
 void order_keys_in_place(const Exec& space, F* data, int64_t n, bool to_keys, bool nan_high) {
   if (n == 0) return;
   static const std::string kernel_name = "darray::order_keys";  // kokkos_compat.hpp: built once
-  Kokkos::parallel_for(kernel_name, ElementPolicy<Exec>(space, 0, n), OrderKeysItem<F>{data, to_keys, nan_high});
+  Kokkos::parallel_for(kernel_name, range_policy(space, int64_t{0}, n), OrderKeysItem<F>{data, to_keys, nan_high});
 }
 
 template <class T, class Exec>
@@ -228,7 +226,7 @@ void fill_kernel(const Exec& space, T* dst, int64_t n, T value) {
     return;
   }
   static const std::string kernel_name = "darray::collective_fill";  // kokkos_compat.hpp: built once
-  Kokkos::parallel_for(kernel_name, ElementPolicy<Exec>(space, 0, n), FillItem<T>{dst, value});
+  Kokkos::parallel_for(kernel_name, range_policy(space, int64_t{0}, n), FillItem<T>{dst, value});
 }
 
 template <class T, class Exec>
@@ -239,7 +237,7 @@ void copy_kernel(const Exec& space, T* dst, const T* src, int64_t n) {
     return;
   }
   static const std::string kernel_name = "darray::collective_copy";  // kokkos_compat.hpp: built once
-  Kokkos::parallel_for(kernel_name, ElementPolicy<Exec>(space, 0, n), CopyItem<T>{dst, src});
+  Kokkos::parallel_for(kernel_name, range_policy(space, int64_t{0}, n), CopyItem<T>{dst, src});
 }
 
 template <ReduceOp Op, class T, class Exec>
@@ -249,7 +247,7 @@ void combine_kernel_as(const Exec& space, T* dst, const T* src, int64_t n) {
     return;
   }
   static const std::string kernel_name = std::string("darray::") + to_string(Op) + "_combine";  // built once
-  Kokkos::parallel_for(kernel_name, ElementPolicy<Exec>(space, 0, n), CombineItem<Op, T>{dst, src});
+  Kokkos::parallel_for(kernel_name, range_policy(space, int64_t{0}, n), CombineItem<Op, T>{dst, src});
 }
 
 // dst[i] = op(dst[i], src[i]). Not fenced.

@@ -34,6 +34,7 @@
 #include "darray/redistribute/reshard.hpp"
 #include "darray/runtime/detail/agree.hpp"
 #include "darray/runtime/detail/arrival.hpp"
+#include "darray/runtime/detail/kokkos_compat.hpp"
 #include "darray/runtime/detail/node_shared.hpp"
 #include "darray/runtime/detail/single_copy.hpp"
 #include "darray/runtime/environment.hpp"
@@ -68,7 +69,7 @@ void scale(const DistributedArray<T, 3, M>& a, R factor) {
   for (const auto& s : a.addressable_shards()) {
     T* p = s.data.data();
     static const std::string kernel_name = "darray::fft::scale";  // kokkos_compat.hpp: built once
-    Kokkos::parallel_for(kernel_name, Kokkos::RangePolicy<Exec, Kokkos::IndexType<int64_t>>(space, 0, volume(s.index)),
+    Kokkos::parallel_for(kernel_name, darray::detail::range_policy(space, int64_t{0}, volume(s.index)),
                          ScaleItem<T, R>{p, factor});
   }
   darray::detail::fence(space);

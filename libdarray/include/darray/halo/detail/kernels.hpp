@@ -10,6 +10,7 @@
 #include "darray/array/detail/host_loop.hpp"
 #include "darray/array/detail/strided_copy.hpp"
 #include "darray/core/index.hpp"
+#include "darray/runtime/detail/kokkos_compat.hpp"
 
 namespace darray {
 namespace detail {
@@ -55,7 +56,7 @@ void fill_region(const ExecSpace& space, T* data, const CopyGeometry& g, const T
     }
   }
   static const std::string kernel_name = "darray::halo::fill";  // kokkos_compat.hpp: built once
-  Kokkos::parallel_for(kernel_name, Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<int64_t>>(space, 0, n),
+  Kokkos::parallel_for(kernel_name, darray::detail::range_policy(space, int64_t{0}, n),
                        FillRegionItem<T>{data, g, value});
 }
 

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <Kokkos_Core.hpp>
+#include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <new>
 #include <string>
@@ -59,10 +61,38 @@ inline bool kokkos_is_finalized() {
 //  - Under nvcc a KOKKOS_LAMBDA is an extended __host__ __device__ lambda, a type-erased wrapper that allocates when
 //    made and each time Kokkos copies it: kernels on per-call paths are functors.
 //  - Kokkos::deep_copy fences with long literal names: per-call paths fill and copy with their own kernels.
+//  - A RangePolicy left to choose its chunk size asks `m_space.concurrency()`, which with Kokkos 4's deprecated code
+//    on (the default) is the static `concurrency(const Exec& = Exec())`: its default argument makes an instance, and
+//    an OpenMP instance allocates (4 operator new calls a round of test_allocations' kept psum, pmax and psum_scatter
+//    under Kokkos 4.6.1 OpenMP at 72 KiB a block): range_policy() gives host spaces their chunk size itself.
 template <class ExecSpace>
 const ExecSpace& default_instance() {
   static const ExecSpace space;  // destroyed at exit, after Kokkos::finalize: a reference count, nothing more
   return space;
+}
+
+// A RangePolicy over [begin, end) on `space`. On a host execution space (OpenMP, Threads, Serial) with the chunk
+// size Kokkos would choose itself, computed from the space's concurrency asked once per process (Kokkos 4 cannot be
+// initialised again after finalize), so that making the policy allocates nothing (see above); elsewhere (CUDA)
+// Kokkos' own policy as it is.
+template <class ExecSpace, class I>
+Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<I>> range_policy(const ExecSpace& space, I begin, I end) {
+  using Policy = Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<I>>;
+  if constexpr (Kokkos::SpaceAccessibility<ExecSpace, Kokkos::HostSpace>::accessible) {
+    static const int64_t concurrency = std::max<int64_t>(1, static_cast<int64_t>(space.concurrency()));
+    // Kokkos' rule: the smallest power of two giving each thread at most 100 chunks; below 128, the smallest giving
+    // at most 40, at most 128.
+    const auto n = static_cast<int64_t>(end - begin);
+    int64_t chunk = 1;
+    while (chunk * 100 * concurrency < n) chunk *= 2;
+    if (chunk < 128) {
+      chunk = 1;
+      while (chunk * 40 * concurrency < n && chunk < 128) chunk *= 2;
+    }
+    return Policy(space, begin, end, Kokkos::ChunkSize(static_cast<int>(chunk)));
+  } else {
+    return Policy(space, begin, end);
+  }
 }
 
 // The CUDA stream `space`'s kernels run on (a Kokkos::Cuda instance's), null for every other execution space: NCCL
