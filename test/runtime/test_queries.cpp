@@ -159,6 +159,22 @@ TEST_CASE("written_asynchronously and runs_asynchronously: GPU spaces and the me
 #endif
 }
 
+// range_policy gives host spaces their chunk size itself (Kokkos 4 allocates an instance to choose it): the one Kokkos
+// would choose, for every length.
+TEST_CASE("range_policy: the range and the chunk size Kokkos' own policy has") {
+  using Exec = Kokkos::DefaultHostExecutionSpace;
+  const Exec& space = darray::detail::default_instance<Exec>();
+  for (const int64_t n : {int64_t(0), int64_t(1), int64_t(7), int64_t(100), int64_t(4096), int64_t(9216),
+                          int64_t(100000), int64_t(1) << 20, int64_t(1) << 27}) {
+    const auto ours = darray::detail::range_policy(space, int64_t{3}, 3 + n);
+    const Kokkos::RangePolicy<Exec, Kokkos::IndexType<int64_t>> theirs(space, 3, 3 + n);
+    INFO("n = " << n);
+    CHECK(ours.begin() == theirs.begin());
+    CHECK(ours.end() == theirs.end());
+    CHECK(ours.chunk_size() == theirs.chunk_size());
+  }
+}
+
 TEST_CASE("buffers shared by the processes of a node: each process reads and writes every other's") {
   const int np = darray::process_count(), me = darray::process_index();
   const bool reaches = darray::detail::single_copy_reaches_all();
