@@ -21,15 +21,7 @@ namespace {
 using namespace darray;
 using darray::testing::all_ok;
 
-// operator new calls of `times` calls of fn.
-template <class Fn>
-long count_news(int times, Fn&& fn) {
-  darray_testing::counted_news = 0;
-  darray_testing::counting_allocations = true;
-  for (int k = 0; k < times; ++k) fn();
-  darray_testing::counting_allocations = false;
-  return darray_testing::counted_news;
-}
+using darray_testing::count_news;
 
 // operator new calls of three rounds of every kept-output collective (and of executed plans), after a warm-up round,
 // per size: one element per device and chunk (all_to_all and psum_scatter split each block into nd chunks), the small

@@ -32,6 +32,16 @@ inline bool replaced_new_counts() {
   return preload == nullptr || std::strstr(preload, "vgpreload") == nullptr;
 }
 
+// operator new calls of `times` calls of fn.
+template <class Fn>
+long count_news(int times, Fn&& fn) {
+  counted_news = 0;
+  counting_allocations = true;
+  for (int k = 0; k < times; ++k) fn();
+  counting_allocations = false;
+  return counted_news;
+}
+
 }  // namespace darray_testing
 
 __attribute__((noinline)) void* operator new(std::size_t n) {

@@ -33,9 +33,7 @@ DistributedArray<detail::map_result_t<F, T>, N, M> map(const DistributedArray<T,
     U* out = shards[k].data.data();
     const auto n = static_cast<int64_t>(shards[k].data.size());
     static const std::string kernel_name = "darray::map";  // kokkos_compat.hpp: built once
-    if (n > 0)
-      Kokkos::parallel_for(
-          kernel_name, detail::FlatPolicy<Exec>(0, n), KOKKOS_LAMBDA(const int64_t i) { out[i] = f(in[i]); });
+    if (n > 0) Kokkos::parallel_for(kernel_name, detail::flat_policy<Exec>(n), detail::MapItem<F, T, U>{f, in, out});
   }
   detail::fence_writers_of<M>();  // asynchronous on GPUs; MPI may read the result next
   return detail::adopt_like(a, std::move(shards));
@@ -55,9 +53,7 @@ DistributedArray<map_result_t<F, T, S>, N, M> map2(const char* api, const Distri
     U* out = shards[k].data.data();
     const auto n = static_cast<int64_t>(shards[k].data.size());
     static const std::string kernel_name = "darray::map2";  // kokkos_compat.hpp: built once
-    if (n > 0)
-      Kokkos::parallel_for(
-          kernel_name, FlatPolicy<Exec>(0, n), KOKKOS_LAMBDA(const int64_t i) { out[i] = f(x[i], y[i]); });
+    if (n > 0) Kokkos::parallel_for(kernel_name, flat_policy<Exec>(n), Map2Item<F, T, S, U>{f, x, y, out});
   }
   detail::fence_writers_of<M>();
   return adopt_like(a, std::move(shards));
@@ -87,16 +83,17 @@ DistributedArray<detail::map_result_t<F, GlobalIndex<N>, T>, N, M> map_indexed(c
     const auto n = static_cast<int64_t>(shards[k].data.size());
     static const std::string kernel_name = "darray::map_indexed";  // kokkos_compat.hpp: built once
     if (n > 0)
-      Kokkos::parallel_for(
-          kernel_name, detail::FlatPolicy<Exec>(0, n),
-          KOKKOS_LAMBDA(const int64_t i) { out[i] = f(g.global_index(i), in[i]); });
+      Kokkos::parallel_for(kernel_name, detail::flat_policy<Exec>(n),
+                           detail::MapIndexedItem<N, F, T, U>{f, g, in, out});
   }
   detail::fence_writers_of<M>();
   return detail::adopt_like(a, std::move(shards));
 }
 
 // f(x) on every element in place, x passed as T&: for_each(a, KOKKOS_LAMBDA(double& x) { x *= 2; }). Replicas are
-// updated alike. Arrays that share blocks with a (copies, see DistributedArray) see the change.
+// updated alike. Arrays that share blocks with a (copies, see DistributedArray) see the change. Allocates
+// nothing (a time loop of them makes no allocation per step) where f does not: in CUDA builds a functor does not,
+// a KOKKOS_LAMBDA does (nvcc wraps it in a type-erased holder).
 template <class T, int N, class M, class F>
 void for_each(const DistributedArray<T, N, M>& a, F f) {
   for (const auto& s : a.addressable_shards()) {
@@ -104,9 +101,7 @@ void for_each(const DistributedArray<T, N, M>& a, F f) {
     T* data = s.data.data();
     const auto n = static_cast<int64_t>(s.data.size());
     static const std::string kernel_name = "darray::for_each";  // kokkos_compat.hpp: built once
-    if (n > 0)
-      Kokkos::parallel_for(
-          kernel_name, detail::FlatPolicy<Exec>(0, n), KOKKOS_LAMBDA(const int64_t i) { f(data[i]); });
+    if (n > 0) Kokkos::parallel_for(kernel_name, detail::flat_policy<Exec>(n), detail::UpdateItem<F, T>{f, data});
   }
   detail::fence_writers_of<M>();
 }
@@ -121,9 +116,7 @@ void for_each_indexed(const DistributedArray<T, N, M>& a, F f) {
     const auto n = static_cast<int64_t>(s.data.size());
     static const std::string kernel_name = "darray::for_each_indexed";  // kokkos_compat.hpp: built once
     if (n > 0)
-      Kokkos::parallel_for(
-          kernel_name, detail::FlatPolicy<Exec>(0, n),
-          KOKKOS_LAMBDA(const int64_t i) { f(g.global_index(i), data[i]); });
+      Kokkos::parallel_for(kernel_name, detail::flat_policy<Exec>(n), detail::UpdateIndexedItem<N, F, T>{f, g, data});
   }
   detail::fence_writers_of<M>();
 }

@@ -78,7 +78,7 @@ std::vector<T> gather_printed(const DistributedArray<T, N, M>& a, const std::vec
     const T* src = shard.data.data();
     static const std::string kernel_name = "darray::print_pick";  // kokkos_compat.hpp: built once
     Kokkos::parallel_for(
-        kernel_name, FlatPolicy<Exec>(0, n), KOKKOS_LAMBDA(const int64_t i) { picked(i) = src[where(i)]; });
+        kernel_name, flat_policy<Exec>(n), KOKKOS_LAMBDA(const int64_t i) { picked(i) = src[where(i)]; });
     auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), picked);
     positions.insert(positions.end(), pos.begin(), pos.end());
     values.insert(values.end(), host.data(), host.data() + n);

@@ -14,6 +14,7 @@
 #include "darray/array/dtype.hpp"
 #include "darray/core/error.hpp"
 #include "darray/core/index.hpp"
+#include "darray/runtime/detail/kokkos_compat.hpp"
 
 namespace darray {
 
@@ -82,8 +83,55 @@ BlockGeometry<N> block_geometry(const Index& index) {
   return g;
 }
 
+// The policy of the ops' kernels over [0, n) on Exec's default instance: range_policy's, which allocates nothing
+// (kokkos_compat.hpp), so that in-place calls in a time loop make no allocation per step.
 template <class Exec>
-using FlatPolicy = Kokkos::RangePolicy<Exec, Kokkos::IndexType<int64_t>>;
+Kokkos::RangePolicy<Exec, Kokkos::IndexType<int64_t>> flat_policy(int64_t n) {
+  return range_policy(default_instance<Exec>(), int64_t{0}, n);
+}
+
+// The element-wise kernels' bodies, as functors: under nvcc a KOKKOS_LAMBDA is a type-erased wrapper that allocates
+// when made (kokkos_compat.hpp), and for_each in a time loop should not. f is the user's function.
+template <class F, class T, class U>
+struct MapItem {  // out[i] = f(in[i])
+  F f;
+  const T* in;
+  U* out;
+  KOKKOS_INLINE_FUNCTION void operator()(const int64_t i) const { out[i] = f(in[i]); }
+};
+
+template <class F, class T, class S, class U>
+struct Map2Item {  // out[i] = f(x[i], y[i])
+  F f;
+  const T* x;
+  const S* y;
+  U* out;
+  KOKKOS_INLINE_FUNCTION void operator()(const int64_t i) const { out[i] = f(x[i], y[i]); }
+};
+
+template <int N, class F, class T, class U>
+struct MapIndexedItem {  // out[i] = f(index of i, in[i])
+  F f;
+  BlockGeometry<N> g;
+  const T* in;
+  U* out;
+  KOKKOS_INLINE_FUNCTION void operator()(const int64_t i) const { out[i] = f(g.global_index(i), in[i]); }
+};
+
+template <class F, class T>
+struct UpdateItem {  // f(data[i]), in place
+  F f;
+  T* data;
+  KOKKOS_INLINE_FUNCTION void operator()(const int64_t i) const { f(data[i]); }
+};
+
+template <int N, class F, class T>
+struct UpdateIndexedItem {  // f(index of i, data[i]), in place
+  F f;
+  BlockGeometry<N> g;
+  T* data;
+  KOKKOS_INLINE_FUNCTION void operator()(const int64_t i) const { f(g.global_index(i), data[i]); }
+};
 
 // One uninitialised shard per shard of `a`, same device, box and replica id, element type U.
 template <class U, class T, int N, class M>

@@ -92,7 +92,7 @@ Acc reduce_range(int64_t n, const Load& load) {
   if (n == 0) return result;
   static const std::string kernel_name = "darray::reduce";  // kokkos_compat.hpp: built once
   Kokkos::parallel_reduce(
-      kernel_name, FlatPolicy<Exec>(0, n), KOKKOS_LAMBDA(const int64_t i, Acc& acc) { combine<op>(acc, load(i)); },
+      kernel_name, flat_policy<Exec>(n), KOKKOS_LAMBDA(const int64_t i, Acc& acc) { combine<op>(acc, load(i)); },
       Reducer<op, Acc>(result, identity<op, Acc>()));
   return result;
 }
@@ -178,7 +178,7 @@ void reduce_block_along(const T* in, Acc* out, int64_t outer, int64_t len, int64
   const int64_t tiles = (inner + tile - 1) / tile;
   static const std::string kernel_name = "darray::reduce_along";  // kokkos_compat.hpp: built once
   Kokkos::parallel_for(
-      kernel_name, FlatPolicy<Exec>(0, outer * tiles), KOKKOS_LAMBDA(const int64_t w) {
+      kernel_name, flat_policy<Exec>(outer * tiles), KOKKOS_LAMBDA(const int64_t w) {
         const int64_t o = w / tiles, j0 = (w % tiles) * tile;
         const int64_t j1 = j0 + tile < inner ? j0 + tile : inner;
         Acc* dst = out + o * inner;
