@@ -64,7 +64,8 @@ TEST_CASE("fft transposes: random layouts and axis orders, direct and staged pat
     const Transpose<double, Kokkos::HostSpace> t(reshard_plan<double>(src, dst, shape), src_order, dst_order);
     std::vector<std::vector<double>> in, out;
     std::vector<Index> out_boxes;
-    std::vector<double*> in_ptrs, out_ptrs;
+    std::vector<const double*> in_ptrs;
+    std::vector<double*> out_ptrs;
     for (const Device& d : local_devices()) {
       const Index a = src.index(shape, d), b = dst.index(shape, d);
       in.emplace_back(static_cast<std::size_t>(volume(a)));

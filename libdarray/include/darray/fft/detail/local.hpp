@@ -81,6 +81,21 @@ template <class R, class M>
 class LocalPlans {
   using Factory = BackendPlan<backend_for<M>(), R>;
   using Key = std::pair<LocalProblem, Method>;
+  // A key to look up without copying its problem (a LocalProblem holds vectors: a copy allocates).
+  struct KeyRef {
+    const LocalProblem& problem;
+    Method method;
+  };
+  // Key's order (std::pair's), between keys and key references alike.
+  struct KeyLess {
+    using is_transparent = void;
+    static bool less(const LocalProblem& a, Method am, const LocalProblem& b, Method bm) {
+      return a < b || (!(b < a) && am < bm);
+    }
+    bool operator()(const Key& a, const Key& b) const { return less(a.first, a.second, b.first, b.second); }
+    bool operator()(const Key& a, const KeyRef& b) const { return less(a.first, a.second, b.problem, b.method); }
+    bool operator()(const KeyRef& a, const Key& b) const { return less(a.problem, a.method, b.first, b.second); }
+  };
 
  public:
   static constexpr Backend backend = backend_for<M>();
@@ -89,14 +104,14 @@ class LocalPlans {
 
   // Plans `problem` unless an equal one exists. Not collective; may throw (the caller agrees errors).
   void prepare(const LocalProblem& problem, Method method) {
-    if (problem.empty() || m_plans.count(Key(problem, method)) != 0) return;
+    if (problem.empty() || m_plans.count(KeyRef{problem, method}) != 0) return;
     m_plans.emplace(Key(problem, method), Factory::make(problem, method, m_level));
   }
 
   // Runs `problem` on blocks in and out (equal for in-place problems). Planned on demand if prepare() missed it.
   void execute(const LocalProblem& problem, Method method, void* in, void* out) {
     if (problem.empty()) return;
-    auto it = m_plans.find(Key(problem, method));
+    auto it = m_plans.find(KeyRef{problem, method});
     if (it == m_plans.end()) it = m_plans.emplace(Key(problem, method), Factory::make(problem, method, m_level)).first;
     it->second->execute(in, out);
   }
@@ -107,7 +122,7 @@ class LocalPlans {
   void execute_c2r(const LocalProblem& problem, Method method, const void* in, void* work, void* out) {
     static_assert(backend == Backend::fftw, "execute_c2r: FFTW plans only");
     if (problem.empty()) return;
-    auto it = m_plans.find(Key(problem, method));
+    auto it = m_plans.find(KeyRef{problem, method});
     if (it == m_plans.end()) it = m_plans.emplace(Key(problem, method), Factory::make(problem, method, m_level)).first;
     it->second->execute_c2r(in, work, out);
   }
@@ -124,7 +139,7 @@ class LocalPlans {
 
  private:
   int m_level;
-  std::map<Key, std::unique_ptr<typename Factory::type>> m_plans;
+  std::map<Key, std::unique_ptr<typename Factory::type>, KeyLess> m_plans;
 };
 
 }  // namespace detail

@@ -12,10 +12,12 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <memory>
 #include <set>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -73,13 +75,6 @@ void scale(const DistributedArray<T, 3, M>& a, R factor) {
                          ScaleItem<T, R>{p, factor});
   }
   darray::detail::fence(space);
-}
-
-template <class T, class M>
-std::vector<void*> pointers(const DistributedArray<T, 3, M>& a) {
-  std::vector<void*> out;
-  for (const auto& s : a.addressable_shards()) out.push_back(static_cast<void*>(s.data.data()));
-  return out;
 }
 
 // How one stage runs its local FFTs in one direction: the method (see Method) and, where the stage reads an array
@@ -258,7 +253,7 @@ class PlanCore {
     check(in, m_input, m_cshape, "forward", "input");
     check(out, output_sharding(), m_cshape, "forward", "output");
     check_consistent_call("forward");
-    forward_pipeline(Kind::c2c, pointers(in), pointers(out));
+    forward_pipeline(Kind::c2c, pointers(in, 0), pointers(out, 1));
     scale(out, forward_factor());
   }
 
@@ -266,7 +261,7 @@ class PlanCore {
     check(in, m_input, m_shape, "forward", "input");
     check(out, output_sharding(), m_cshape, "forward", "output");
     check_consistent_call("forward");
-    forward_pipeline(Kind::r2c, pointers(in), pointers(out));
+    forward_pipeline(Kind::r2c, pointers(in, 0), pointers(out, 1));
     scale(out, forward_factor());
   }
 
@@ -274,7 +269,7 @@ class PlanCore {
     check(in, output_sharding(), m_cshape, "backward", "input");
     check(out, m_input, m_cshape, "backward", "output");
     check_consistent_call("backward");
-    backward_pipeline(Kind::c2c, pointers(in), pointers(out));
+    backward_pipeline(Kind::c2c, pointers(in, 0), pointers(out, 1));
     scale(out, backward_factor());
   }
 
@@ -282,7 +277,7 @@ class PlanCore {
     check(in, output_sharding(), m_cshape, "backward", "input");
     check(out, m_input, m_shape, "backward", "output");
     check_consistent_call("backward");
-    backward_pipeline(Kind::c2r, pointers(in), pointers(out));
+    backward_pipeline(Kind::c2r, pointers(in, 0), pointers(out, 1));
     scale(out, backward_factor());
   }
 
@@ -391,31 +386,60 @@ class PlanCore {
   }
   // Work buffer k (0 or 1), one block per local device, each large enough for the device's block at any stage;
   // allocated on first use, so a slab transform with the output in the input layout needs only buffer 0.
-  std::vector<void*> work(std::size_t k) const {
+  // Its blocks' pointers are made once with the blocks.
+  const std::vector<void*>& work(std::size_t k) const {
     auto& buffers = m_work[k];
     if (buffers.empty())
       for (const Device& d : m_devices)
         buffers.emplace_back(Kokkos::view_alloc("darray::fft work", Kokkos::WithoutInitializing),
                              static_cast<std::size_t>(work_elements(d)));
-    std::vector<void*> out;
-    for (const auto& v : buffers) out.push_back(static_cast<void*>(v.data()));
+    std::vector<void*>& out = m_work_pointers[k];
+    if (out.size() != buffers.size()) {
+      out.clear();
+      for (const auto& v : buffers) out.push_back(static_cast<void*>(v.data()));
+    }
+    return out;
+  }
+  // The pointers the pipeline passes around live in vectors of the plan, filled in place, so that a transform into
+  // kept arrays allocates nothing (one plan runs one transform at a time). side 0: the input's, 1: the output's.
+  template <class T>
+  const std::vector<void*>& pointers(const DistributedArray<T, 3, M>& a, std::size_t side) const {
+    std::vector<void*>& out = m_pointers[side];
+    out.clear();
+    for (const auto& s : a.addressable_shards()) out.push_back(static_cast<void*>(s.data.data()));
+    return out;
+  }
+  template <class P>
+  static const std::vector<P*>& typed(const std::vector<void*>& ptrs, std::vector<P*>& out) {
+    out.clear();
+    for (void* p : ptrs) out.push_back(static_cast<P*>(p));
     return out;
   }
   void transpose(const Transpose<complex_type, M>& t, const std::vector<void*>& src,
                  const std::vector<void*>& dst) const {
-    std::vector<complex_type*> s, d;
-    for (void* p : src) s.push_back(static_cast<complex_type*>(p));
-    for (void* p : dst) d.push_back(static_cast<complex_type*>(p));
-    t.run(s, d, m_staging);
+    t.run(typed(src, m_const_typed), typed(dst, m_typed), m_staging);
   }
-  static Blocks<complex_type> blocks(const std::vector<void*>& ptrs, const AxisOrder& order) {
-    Blocks<complex_type> b;
-    for (void* p : ptrs) b.ptrs.push_back(static_cast<complex_type*>(p));
+  const Blocks<complex_type>& blocks(const std::vector<void*>& ptrs, const AxisOrder& order, std::size_t side) const {
+    Blocks<complex_type>& b = m_blocks[side];
+    typed(ptrs, b.ptrs);
     b.order = order;
     return b;
   }
+  // Every local device's block of the last stage.
+  const std::vector<Index>& last_boxes() const {
+    if (m_last_boxes.empty())
+      for (const auto& b : m_boxes) m_last_boxes.push_back(b.back());
+    return m_last_boxes;
+  }
 
-  LocalProblem problem(std::size_t s, Kind kind, bool forward, std::size_t device, bool in_place) const {
+  // Made once per argument set and kept (the pipeline asks for the same few problems on every transform).
+  const LocalProblem& problem(std::size_t s, Kind kind, bool forward, std::size_t device, bool in_place) const {
+    const auto key = std::make_tuple(s, kind, forward, device, in_place);
+    auto it = m_problems.find(key);
+    if (it == m_problems.end()) it = m_problems.emplace(key, make_problem(s, kind, forward, device, in_place)).first;
+    return it->second;
+  }
+  LocalProblem make_problem(std::size_t s, Kind kind, bool forward, std::size_t device, bool in_place) const {
     const AxisOrder& order = m_orders[s];
     const Index& cbox = m_boxes[device][s];
     LocalProblem p;
@@ -437,10 +461,8 @@ class PlanCore {
     if (m_tile.extent(0) < static_cast<std::size_t>(stage.max_tile_elements()))
       m_tile = Kokkos::View<complex_type*, M>(Kokkos::view_alloc("darray::fft tile", Kokkos::WithoutInitializing),
                                               static_cast<std::size_t>(stage.max_tile_elements()));
-    std::vector<const complex_type*> a;
-    std::vector<complex_type*> b;
-    for (void* p : from) a.push_back(static_cast<const complex_type*>(p));
-    for (void* p : to) b.push_back(static_cast<complex_type*>(p));
+    const std::vector<const complex_type*>& a = typed(from, m_const_typed);
+    const std::vector<complex_type*>& b = typed(to, m_typed);
     // Work buffer 0's blocks on the peers as mapped here, where that buffer is a side of the stage.
     typename FusedStage<complex_type>::Mapped mapped;
     auto is_shared = [&](const std::vector<void*>& blocks) {
@@ -494,34 +516,31 @@ class PlanCore {
       return;
     }
     int cur_index = transposed() ? 0 : -1;  // -1: `out`
-    std::vector<void*> cur = transposed() ? work(0) : out;
-    if (copy && in != cur) {
-      copy_then_fft(0, true, in, cur);
+    const std::vector<void*>* cur = transposed() ? &work(0) : &out;
+    if (copy && in != *cur) {
+      copy_then_fft(0, true, in, *cur);
     } else {
-      fft(0, first, true, in, cur);
+      fft(0, first, true, in, *cur);
     }
     if (fused(1)) {
-      run_fused(true, cur, out);
+      run_fused(true, *cur, out);
       return;
     }
     for (std::size_t s = 1; s < n; ++s) {
       // The last stage of a transposed-output plan in row-major order lands in `out` without a final copy.
       const bool direct = s + 1 == n && transposed() && m_orders[s] == row_major_order;
       const int target_index = cur_index == 0 ? 1 : 0;
-      const std::vector<void*> target = direct ? out : work(static_cast<std::size_t>(target_index));
-      transpose(*m_forward_t[s - 1], cur, target);
+      const std::vector<void*>& target = direct ? out : work(static_cast<std::size_t>(target_index));
+      transpose(*m_forward_t[s - 1], *cur, target);
       fft(s, Kind::c2c, true, target, target);
       if (direct) return;
-      cur = target;
+      cur = &target;
       cur_index = target_index;
     }
-    if (transposed()) {
-      std::vector<Index> boxes;
-      for (const auto& b : m_boxes) boxes.push_back(b[n - 1]);
-      reorder<complex_type, M>(boxes, blocks(cur, m_orders[n - 1]), blocks(out, row_major_order));
-    } else {
-      transpose(*m_to_input, cur, out);
-    }
+    if (transposed())
+      reorder<complex_type, M>(last_boxes(), blocks(*cur, m_orders[n - 1], 0), blocks(out, row_major_order, 1));
+    else
+      transpose(*m_to_input, *cur, out);
   }
 
   // The forward pipeline run backwards; the caller's input is only read, the c2r input is a work buffer.
@@ -536,7 +555,7 @@ class PlanCore {
         fft(0, Kind::c2c, false, out, out);
         return;
       }
-      const std::vector<void*> half = work(0);
+      const std::vector<void*>& half = work(0);
       run_fused(false, in, half);
       if (last == Kind::c2r)
         fft(0, Kind::c2r, false, half, out);
@@ -546,7 +565,7 @@ class PlanCore {
         fft(0, Kind::c2c, false, half, out);
       return;
     }
-    std::vector<void*> cur = work(0);
+    const std::vector<void*>* cur = &work(0);
     if (n == 1) {
       if (last == Kind::c2c) {
         if (m_strategy[0][1].copy && in != out)
@@ -557,47 +576,46 @@ class PlanCore {
         // The caller's input is only read: FFTW's plans read it in their first pass and go on in work buffer 0.
         darray::detail::fence(darray::detail::default_instance<typename M::execution_space>());
         for (std::size_t i = 0; i < in.size(); ++i)
-          m_local.execute_c2r(problem(0, Kind::c2r, false, i, false), m_strategy[0][1].method, in[i], cur[i], out[i]);
+          m_local.execute_c2r(problem(0, Kind::c2r, false, i, false), m_strategy[0][1].method, in[i], (*cur)[i],
+                              out[i]);
       } else {  // cuFFT's c2r overwrites its input
         for (std::size_t i = 0; i < in.size(); ++i)
-          copy_block(static_cast<const complex_type*>(in[i]), static_cast<complex_type*>(cur[i]),
+          copy_block(static_cast<const complex_type*>(in[i]), static_cast<complex_type*>((*cur)[i]),
                      volume(m_boxes[i][0]));
-        fft(0, Kind::c2r, false, cur, out);
+        fft(0, Kind::c2r, false, *cur, out);
       }
       return;
     }
     if (transposed()) {
       if (m_orders[n - 1] == row_major_order) {
         if (m_strategy[n - 1][1].copy)
-          copy_then_fft(n - 1, false, in, cur);
+          copy_then_fft(n - 1, false, in, *cur);
         else
-          fft(n - 1, Kind::c2c, false, in, cur);
+          fft(n - 1, Kind::c2c, false, in, *cur);
       } else {
-        std::vector<Index> boxes;
-        for (const auto& b : m_boxes) boxes.push_back(b[n - 1]);
-        reorder<complex_type, M>(boxes, blocks(in, row_major_order), blocks(cur, m_orders[n - 1]));
-        fft(n - 1, Kind::c2c, false, cur, cur);
+        reorder<complex_type, M>(last_boxes(), blocks(in, row_major_order, 0), blocks(*cur, m_orders[n - 1], 1));
+        fft(n - 1, Kind::c2c, false, *cur, *cur);
       }
     } else {
-      transpose(*m_from_input, in, cur);
-      fft(n - 1, Kind::c2c, false, cur, cur);
+      transpose(*m_from_input, in, *cur);
+      fft(n - 1, Kind::c2c, false, *cur, *cur);
     }
     std::size_t cur_index = 0;
     for (std::size_t s = n - 1; s >= 1; --s) {
       if (s == 1 && last == Kind::c2c) {  // stage 0 is row-major: transpose straight into `out`
-        transpose(*m_backward_t[0], cur, out);
+        transpose(*m_backward_t[0], *cur, out);
         fft(0, Kind::c2c, false, out, out);
         return;
       }
       const std::size_t target_index = 1 - cur_index;
-      const std::vector<void*> target = work(target_index);
-      transpose(*m_backward_t[s - 1], cur, target);
+      const std::vector<void*>& target = work(target_index);
+      transpose(*m_backward_t[s - 1], *cur, target);
       if (s == 1) {
         fft(0, Kind::c2r, false, target, out);
         return;
       }
       fft(s - 1, Kind::c2c, false, target, target);
-      cur = target;
+      cur = &target;
       cur_index = target_index;
     }
   }
@@ -641,7 +659,7 @@ class PlanCore {
   Strategy default_strategy(const Slot&) const { return Strategy{Method::passes, false}; }
   // The local problem of a slot's device i under strategy st: in place on the work buffers, out of place where
   // it reads the caller's array without a copy, r2c and c2r always out of place.
-  LocalProblem slot_problem(const Slot& slot, const Strategy& st, std::size_t i) const {
+  const LocalProblem& slot_problem(const Slot& slot, const Strategy& st, std::size_t i) const {
     const bool in_place = slot.kind == Kind::c2c && (!slot.variant || st.copy);
     return problem(slot.stage, slot.kind, slot.forward, i, in_place);
   }
@@ -888,6 +906,16 @@ class PlanCore {
   std::unique_ptr<darray::detail::NodeSharedBuffer> m_shared;
   std::vector<std::vector<complex_type*>> m_shared_blocks;
   mutable Kokkos::View<complex_type*, M> m_tile;  // the fused stage's tile
+  // What a transform's steps pass each other, kept so that a transform into kept arrays allocates nothing: the
+  // arrays' pointers, the work buffers', typed copies for the transposes and the fused stage, reorder's blocks and
+  // boxes, and the local problems (problem()).
+  mutable std::vector<void*> m_pointers[2];
+  mutable std::vector<void*> m_work_pointers[2];
+  mutable std::vector<const complex_type*> m_const_typed;
+  mutable std::vector<complex_type*> m_typed;
+  mutable Blocks<complex_type> m_blocks[2];
+  mutable std::vector<Index> m_last_boxes;
+  mutable std::map<std::tuple<std::size_t, Kind, bool, std::size_t, bool>, LocalProblem> m_problems;
 };
 
 }  // namespace detail

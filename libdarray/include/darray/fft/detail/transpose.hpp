@@ -105,9 +105,8 @@ class Transpose {
   int64_t recv_elements() const { return m_engine->recv_elements(); }
 
   // src and dst: this process's blocks of the mesh in local-device order.
-  void run(const std::vector<T*>& src, const std::vector<T*>& dst, Staging<T, M>& staging) const {
-    const std::vector<const T*> s(src.begin(), src.end());
-    m_engine->run<T, M>(s, dst, staging);
+  void run(const std::vector<const T*>& src, const std::vector<T*>& dst, Staging<T, M>& staging) const {
+    m_engine->run<T, M>(src, dst, staging);
   }
 
  private:
