@@ -7,6 +7,7 @@
 #include <mpi.h>
 
 #include <Kokkos_Core.hpp>
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -15,6 +16,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "darray/array/detail/host_loop.hpp"
 #include "darray/array/distributed_array.hpp"
 #include "darray/array/dtype.hpp"
 #include "darray/comm/check.hpp"
@@ -85,15 +87,56 @@ struct Reducer {
   KOKKOS_INLINE_FUNCTION bool references_scalar() const { return refs_scalar; }
 };
 
-// combine<op> of load(i) over i in [0, n) in the execution space Exec. Blocks until the value is on the host.
+// One chunk of a host reduction: combine<op> of load(i) over the chunk's range, into partial[c].
+template <ArrayOp op, class Acc, class Load>
+struct ChunkReduceItem {
+  Load load;
+  Acc* partial;
+  int64_t n, per_chunk;
+  Acc ident;
+  KOKKOS_INLINE_FUNCTION void operator()(const int64_t c) const {
+    Acc acc = ident;
+    const int64_t begin = c * per_chunk, end = begin + per_chunk < n ? begin + per_chunk : n;
+    for (int64_t i = begin; i < end; ++i) combine<op>(acc, load(i));
+    partial[c] = acc;
+  }
+};
+
+// Elements a chunk of a host reduction takes at least, and chunks a thread at most.
+constexpr int64_t reduce_chunk_min = 2048;
+constexpr int64_t reduce_chunks_per_thread = 4;
+
+// combine<op> of load(i) over i in [0, n) in the execution space Exec. Blocks until the value is on the host. Host
+// spaces: one loop here where a kernel costs more than the work (loop_inline), else contiguous chunks, one loop each,
+// in a parallel_for, their partials combined here in chunk order (the same bits for the same thread count); no
+// allocation once warm, where Kokkos 4's parallel_reduce allocates its fence label on every call (kokkos_compat.hpp).
+// Elsewhere (CUDA) Kokkos' parallel_reduce.
 template <ArrayOp op, class Acc, class Exec, class Load>
 Acc reduce_range(int64_t n, const Load& load) {
   Acc result = identity<op, Acc>();
   if (n == 0) return result;
-  static const std::string kernel_name = "darray::reduce";  // kokkos_compat.hpp: built once
-  Kokkos::parallel_reduce(
-      kernel_name, flat_policy<Exec>(n), KOKKOS_LAMBDA(const int64_t i, Acc& acc) { combine<op>(acc, load(i)); },
-      Reducer<op, Acc>(result, identity<op, Acc>()));
+  if constexpr (host_execution_space_v<Exec>) {
+    if (loop_inline<Acc, Exec>(n)) {  // one chunk, on this thread
+      ChunkReduceItem<op, Acc, Load>{load, &result, n, n, result}(0);
+      return result;
+    }
+    const Exec& space = default_instance<Exec>();
+    const int64_t chunks =
+        std::max<int64_t>(1, std::min(n / reduce_chunk_min, host_concurrency(space) * reduce_chunks_per_thread));
+    const int64_t per_chunk = (n + chunks - 1) / chunks;
+    static thread_local std::vector<Acc> partial;  // reused: per element type and operation
+    partial.resize(static_cast<std::size_t>(chunks));
+    static const std::string kernel_name = "darray::reduce";  // kokkos_compat.hpp: built once
+    Kokkos::parallel_for(kernel_name, range_policy(space, int64_t{0}, chunks),
+                         ChunkReduceItem<op, Acc, Load>{load, partial.data(), n, per_chunk, result});
+    fence(space);
+    for (const Acc& p : partial) combine<op>(result, p);
+  } else {
+    static const std::string kernel_name = "darray::reduce";  // kokkos_compat.hpp: built once
+    Kokkos::parallel_reduce(
+        kernel_name, flat_policy<Exec>(n), KOKKOS_LAMBDA(const int64_t i, Acc& acc) { combine<op>(acc, load(i)); },
+        Reducer<op, Acc>(result, identity<op, Acc>()));
+  }
   return result;
 }
 

@@ -65,10 +65,20 @@ inline bool kokkos_is_finalized() {
 //    on (the default) is the static `concurrency(const Exec& = Exec())`: its default argument makes an instance, and
 //    an OpenMP instance allocates (4 operator new calls a round of test_allocations' kept psum, pmax and psum_scatter
 //    under Kokkos 4.6.1 OpenMP at 72 KiB a block): range_policy() gives host spaces their chunk size itself.
+//  - Kokkos 4's parallel_reduce makes its fence label, a 67-character literal, a std::string on every call, and a
+//    scalar result fences with it (two operator new calls a reduction): the ops' host reductions run as a
+//    parallel_for over chunks (ops/detail/reduce.hpp).
 template <class ExecSpace>
 const ExecSpace& default_instance() {
   static const ExecSpace space;  // destroyed at exit, after Kokkos::finalize: a reference count, nothing more
   return space;
+}
+
+// The threads of a host execution space, asked once per process (at least 1): asking Kokkos 4 allocates (above).
+template <class ExecSpace>
+int64_t host_concurrency(const ExecSpace& space) {
+  static const int64_t concurrency = std::max<int64_t>(1, static_cast<int64_t>(space.concurrency()));
+  return concurrency;
 }
 
 // A RangePolicy over [begin, end) on `space`. On a host execution space (OpenMP, Threads, Serial) with the chunk
@@ -79,7 +89,7 @@ template <class ExecSpace, class I>
 Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<I>> range_policy(const ExecSpace& space, I begin, I end) {
   using Policy = Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<I>>;
   if constexpr (Kokkos::SpaceAccessibility<ExecSpace, Kokkos::HostSpace>::accessible) {
-    static const int64_t concurrency = std::max<int64_t>(1, static_cast<int64_t>(space.concurrency()));
+    const int64_t concurrency = host_concurrency(space);
     // Kokkos' rule: the smallest power of two giving each thread at most 100 chunks; below 128, the smallest giving
     // at most 40, at most 128.
     const auto n = static_cast<int64_t>(end - begin);
