@@ -331,6 +331,57 @@ TEST_CASE("strided dims beyond the cache go through tiled passes, partial last t
   check_real_round_trip<float>(Shape{3, 256, 260}, slabs, fft::Options{}, 42, 1e-5);
 }
 
+TEST_CASE("normalisations are applied by the last local pass that writes the result, on every path", "[fft]") {
+  // The local FFTs that write the result last scale it as they write (FftwPlan::execute): at one device 40 x 50 x 36
+  // transforms dim 0 in a whole-block pass of interleaved tiles (scaled as each tile is scattered) after FFTW's plan
+  // plane by plane, 180 x 2 x 230 dim 0 in column tiles (n > 128), 4 x 6 x 5 and 3 x 5 x 7 in one FFTW plan (the
+  // group scaled after it); r2c and c2r of 40 x 50 x 32 go through row pairs plane by plane. More devices give
+  // thinner slabs and pencils; a transposed output's forward ends in a local FFT too, the other forwards in a
+  // transpose (then a pass of its own scales the result).
+  struct Factors {
+    fft::Normalization norm;
+    double forward, backward;  // of a shape of n elements: n^-forward, n^-backward
+  };
+  for (const Shape& shape :
+       {Shape{40, 50, 36}, Shape{180, 2, 230}, Shape{4, 6, 5}, Shape{3, 5, 7}, Shape{40, 50, 32}}) {
+    const double n = static_cast<double>(volume(shape));
+    const NamedSharding slabs(make_mesh({device_count()}, {"x"}), P("x"));
+    for (const NamedSharding& sharding : {slabs, fft::auto_sharding(shape, fft::Decomposition::pencil)})
+      for (auto layout : {fft::OutputLayout::same, fft::OutputLayout::transposed})
+        for (const Factors& f :
+             {Factors{fft::Normalization::backward, 0, 1}, Factors{fft::Normalization::ortho, 0.5, 0.5},
+              Factors{fft::Normalization::forward, 1, 0}}) {
+          INFO(shape_to_string(shape) << " " << sharding << " layout " << layout << " normalization " << f.norm);
+          fft::Options options;
+          options.output = layout;
+          options.normalization = f.norm;
+          const double forward = std::pow(n, -f.forward), backward = std::pow(n, -f.backward);
+          const fft::Plan<double> plan(shape, sharding, options);
+          const auto x = fft_test::random_array<C>(shape, sharding, 81);
+          const auto gx = process_allgather(x);
+          const auto y = plan.forward(x);
+          REQUIRE(
+              all_ok(relative_error(process_allgather(y),
+                                    fft_test::scaled(Serial<double>::c2c(gx, shape, FFTW_FORWARD), forward)) < 1e-12));
+          const auto yb = fft_test::random_array<C>(shape, plan.output_sharding(), 82);
+          auto z = plan.allocate_input();
+          plan.backward(yb, z);
+          REQUIRE(
+              all_ok(relative_error(process_allgather(z),
+                                    fft_test::scaled(Serial<double>::c2c(process_allgather(yb), shape, FFTW_BACKWARD),
+                                                     backward)) < 1e-12));
+          // Real transforms: r2c against serial FFTW, c2r by the round trip (c2r of an r2c result is its input).
+          const fft::RealPlan<double> rplan(shape, sharding, options);
+          const auto xr = fft_test::random_array<double>(shape, sharding, 83);
+          const auto gxr = process_allgather(xr);
+          const auto yr = rplan.forward(xr);
+          REQUIRE(all_ok(relative_error(process_allgather(yr),
+                                        fft_test::scaled(Serial<double>::r2c(gxr, shape), forward)) < 1e-12));
+          REQUIRE(all_ok(relative_error(process_allgather(rplan.backward(yr)), gxr) < 1e-12));
+        }
+  }
+}
+
 TEST_CASE("whole-block tiled passes over 16 MiB and more prefetch their rows: the same transform", "[fft]") {
   // At one device: 1024 x 2 x 1024 complex128 (32 MiB) transforms dim 0 in column tiles over the whole block, 128 x
   // 8 x 2048 (32 MiB) in interleaved tiles; at two devices the dim-0 stages hold 16 MiB. Smaller blocks and fused

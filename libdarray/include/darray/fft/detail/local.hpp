@@ -111,20 +111,25 @@ class LocalPlans {
   // Runs `problem` on blocks in and out (equal for in-place problems). Planned on demand if prepare() missed it.
   void execute(const LocalProblem& problem, Method method, void* in, void* out) {
     if (problem.empty()) return;
-    auto it = m_plans.find(KeyRef{problem, method});
-    if (it == m_plans.end()) it = m_plans.emplace(Key(problem, method), Factory::make(problem, method, m_level)).first;
-    it->second->execute(in, out);
+    plan_of(problem, method).execute(in, out);
+  }
+
+  // The same times `factor` (a normalisation), applied by the plan's last step to what it just wrote (FftwPlan::
+  // execute). FFTW only: the caller scales cuFFT's result with a kernel.
+  void execute_scaled(const LocalProblem& problem, Method method, void* in, void* out, R factor) {
+    static_assert(backend == Backend::fftw, "execute_scaled: FFTW plans only");
+    if (problem.empty()) return;
+    plan_of(problem, method).execute(in, out, factor);
   }
 
   // Runs the c2r `problem` from `in`, left as it is, through `work` (a block of in's size, overwritten) into `out`,
   // the copy FFTW's c2r would need folded into the plan's first pass (FftwPlan::execute_c2r). FFTW only (cuFFT's
-  // c2r overwrites its input: the caller copies it). Planned on demand as execute() is.
-  void execute_c2r(const LocalProblem& problem, Method method, const void* in, void* work, void* out) {
+  // c2r overwrites its input: the caller copies it). Planned on demand as execute() is. The result is scaled by
+  // `factor` as execute_scaled scales it.
+  void execute_c2r(const LocalProblem& problem, Method method, const void* in, void* work, void* out, R factor = R(1)) {
     static_assert(backend == Backend::fftw, "execute_c2r: FFTW plans only");
     if (problem.empty()) return;
-    auto it = m_plans.find(KeyRef{problem, method});
-    if (it == m_plans.end()) it = m_plans.emplace(Key(problem, method), Factory::make(problem, method, m_level)).first;
-    it->second->execute_c2r(in, work, out);
+    plan_of(problem, method).execute_c2r(in, work, out, factor);
   }
 
   // Drops every plan whose key `keep` rejects (the candidates a measuring planner did not choose).
@@ -138,6 +143,13 @@ class LocalPlans {
   int level() const { return m_level; }
 
  private:
+  // The plan of (problem, method), planned on demand if prepare() missed it.
+  typename Factory::type& plan_of(const LocalProblem& problem, Method method) {
+    auto it = m_plans.find(KeyRef{problem, method});
+    if (it == m_plans.end()) it = m_plans.emplace(Key(problem, method), Factory::make(problem, method, m_level)).first;
+    return *it->second;
+  }
+
   int m_level;
   std::map<Key, std::unique_ptr<typename Factory::type>, KeyLess> m_plans;
 };

@@ -62,19 +62,23 @@ struct ScaleItem {
   KOKKOS_INLINE_FUNCTION void operator()(const int64_t i) const { p[i] *= factor; }
 };
 
-// a *= factor on every shard, in the memory space's execution space (a kernel on GPUs).
+// p[0 .. count) *= factor, a kernel in the memory space's execution space (a kernel on GPUs), not waited for.
+template <class M, class T, class R>
+void scale_block(T* p, int64_t count, R factor) {
+  using Exec = typename M::execution_space;
+  static const std::string kernel_name = "darray::fft::scale";  // kokkos_compat.hpp: built once
+  Kokkos::parallel_for(kernel_name,
+                       darray::detail::range_policy(darray::detail::default_instance<Exec>(), int64_t{0}, count),
+                       ScaleItem<T, R>{p, factor});
+}
+
+// a *= factor on every shard: where the transform's last step was not a local FFT into `a`, which scales as it
+// writes (PlanCore::fft).
 template <class T, class R, class M>
 void scale(const DistributedArray<T, 3, M>& a, R factor) {
   if (factor == R(1)) return;
-  using Exec = typename M::execution_space;
-  const Exec& space = darray::detail::default_instance<Exec>();
-  for (const auto& s : a.addressable_shards()) {
-    T* p = s.data.data();
-    static const std::string kernel_name = "darray::fft::scale";  // kokkos_compat.hpp: built once
-    Kokkos::parallel_for(kernel_name, darray::detail::range_policy(space, int64_t{0}, volume(s.index)),
-                         ScaleItem<T, R>{p, factor});
-  }
-  darray::detail::fence(space);
+  for (const auto& s : a.addressable_shards()) scale_block<M>(s.data.data(), volume(s.index), factor);
+  darray::detail::fence(darray::detail::default_instance<typename M::execution_space>());
 }
 
 // How one stage runs its local FFTs in one direction: the method (see Method) and, where the stage reads an array
@@ -147,6 +151,7 @@ class PlanCore {
       m_real_boxes.push_back(input.index(shape, d));
       std::vector<Index> per_stage;
       for (std::size_t s = 0; s < n; ++s) per_stage.push_back(m_shardings[s].index(m_cshape, d));
+      m_last_boxes.push_back(per_stage.back());
       m_boxes.push_back(std::move(per_stage));
     }
     // role: direction (1 forward, 2 backward, 3 back to the input's layout, 4 from it) and step, see Transpose.
@@ -253,32 +258,30 @@ class PlanCore {
     check(in, m_input, m_cshape, "forward", "input");
     check(out, output_sharding(), m_cshape, "forward", "output");
     check_consistent_call("forward");
-    forward_pipeline(Kind::c2c, pointers(in, 0), pointers(out, 1));
-    scale(out, forward_factor());
+    if (!forward_pipeline(Kind::c2c, pointers(in, 0), pointers(out, 1), forward_factor())) scale(out, forward_factor());
   }
 
   void forward_r2c(const real_array& in, const complex_array& out) const {
     check(in, m_input, m_shape, "forward", "input");
     check(out, output_sharding(), m_cshape, "forward", "output");
     check_consistent_call("forward");
-    forward_pipeline(Kind::r2c, pointers(in, 0), pointers(out, 1));
-    scale(out, forward_factor());
+    if (!forward_pipeline(Kind::r2c, pointers(in, 0), pointers(out, 1), forward_factor())) scale(out, forward_factor());
   }
 
   void backward_c2c(const complex_array& in, const complex_array& out) const {
     check(in, output_sharding(), m_cshape, "backward", "input");
     check(out, m_input, m_cshape, "backward", "output");
     check_consistent_call("backward");
-    backward_pipeline(Kind::c2c, pointers(in, 0), pointers(out, 1));
-    scale(out, backward_factor());
+    if (!backward_pipeline(Kind::c2c, pointers(in, 0), pointers(out, 1), backward_factor()))
+      scale(out, backward_factor());
   }
 
   void backward_c2r(const complex_array& in, const real_array& out) const {
     check(in, output_sharding(), m_cshape, "backward", "input");
     check(out, m_input, m_shape, "backward", "output");
     check_consistent_call("backward");
-    backward_pipeline(Kind::c2r, pointers(in, 0), pointers(out, 1));
-    scale(out, backward_factor());
+    if (!backward_pipeline(Kind::c2r, pointers(in, 0), pointers(out, 1), backward_factor()))
+      scale(out, backward_factor());
   }
 
  private:
@@ -426,11 +429,7 @@ class PlanCore {
     return b;
   }
   // Every local device's block of the last stage.
-  const std::vector<Index>& last_boxes() const {
-    if (m_last_boxes.empty())
-      for (const auto& b : m_boxes) m_last_boxes.push_back(b.back());
-    return m_last_boxes;
-  }
+  const std::vector<Index>& last_boxes() const { return m_last_boxes; }
 
   // Made once per argument set and kept (the pipeline asks for the same few problems on every transform).
   const LocalProblem& problem(std::size_t s, Kind kind, bool forward, std::size_t device, bool in_place) const {
@@ -480,40 +479,52 @@ class PlanCore {
 
   // The local FFTs of stage s on every local device's block, in the stage's axis order; in place where in and out
   // are the same blocks, or where `copy`: then in's blocks are copied into out's first (LocalProblem::in_place).
+  // The results are scaled by `factor` (the transform's normalisation, where this stage writes the caller's
+  // output): FFTW's plans scale as they write, still in cache; cuFFT's results by a kernel after each block's FFTs.
   void fft(std::size_t s, Kind kind, bool forward, const std::vector<void*>& in, const std::vector<void*>& out,
-           bool copy = false) const {
+           bool copy = false, R factor = R(1)) const {
     const auto& space = darray::detail::default_instance<typename M::execution_space>();
     const Method method = m_strategy[s][forward ? 0 : 1].method;
     // FFTW reads on the host what kernels may still be writing; cuFFT follows them on their instance's stream.
     if (darray::detail::host_accessible_v<M>) darray::detail::fence(space);
-    for (std::size_t i = 0; i < in.size(); ++i)
-      m_local.execute(problem(s, kind, forward, i, copy || in[i] == out[i]), method, in[i], out[i]);
+    for (std::size_t i = 0; i < in.size(); ++i) {
+      const LocalProblem& p = problem(s, kind, forward, i, copy || in[i] == out[i]);
+      if constexpr (LocalPlans<R, M>::backend == Backend::fftw) {
+        m_local.execute_scaled(p, method, in[i], out[i], factor);
+      } else {
+        m_local.execute(p, method, in[i], out[i]);
+        if (factor != R(1) && !p.empty())
+          scale_block<M>(static_cast<R*>(out[i]), volume(p.out_block) * (kind == Kind::c2r ? 1 : 2), factor);
+      }
+    }
     darray::detail::fence(space);  // cuFFT runs asynchronously; MPI reads the result next
   }
 
   // Copies every local block of `from` into `to` (the blocks of stage s's complex array), then the FFTs in place.
   // FFTW's plans copy themselves, plane by plane right before each plane's FFTs where they run planes (FftwPlan).
-  void copy_then_fft(std::size_t s, bool forward, const std::vector<void*>& from, const std::vector<void*>& to) const {
+  void copy_then_fft(std::size_t s, bool forward, const std::vector<void*>& from, const std::vector<void*>& to,
+                     R factor = R(1)) const {
     if constexpr (LocalPlans<R, M>::backend == Backend::fftw) {
-      fft(s, Kind::c2c, forward, from, to, /*copy=*/true);
+      fft(s, Kind::c2c, forward, from, to, /*copy=*/true, factor);
     } else {
       for (std::size_t i = 0; i < from.size(); ++i)
         copy_block(static_cast<const complex_type*>(from[i]), static_cast<complex_type*>(to[i]), volume(m_boxes[i][s]));
-      fft(s, Kind::c2c, forward, to, to);
+      fft(s, Kind::c2c, forward, to, to, /*copy=*/false, factor);
     }
   }
 
   // Stage 0 from the input, then per stage a transpose and the local FFTs in place; the result ends in `out`.
-  // Stage 0 runs in `out` itself when the output keeps the input's sharding (its blocks are stage 0's).
-  void forward_pipeline(Kind first, const std::vector<void*>& in, const std::vector<void*>& out) const {
+  // Stage 0 runs in `out` itself when the output keeps the input's sharding (its blocks are stage 0's). Returns
+  // whether `out` was scaled by `factor` (its last step a local FFT into it), else the caller scales it.
+  bool forward_pipeline(Kind first, const std::vector<void*>& in, const std::vector<void*>& out, R factor) const {
     const std::size_t n = m_stages.size();
     const bool copy = first == Kind::c2c && m_strategy[0][0].copy;
     if (n == 1) {
       if (copy && in != out)
-        copy_then_fft(0, true, in, out);
+        copy_then_fft(0, true, in, out, factor);
       else
-        fft(0, first, true, in, out);
-      return;
+        fft(0, first, true, in, out, /*copy=*/false, factor);
+      return true;
     }
     int cur_index = transposed() ? 0 : -1;  // -1: `out`
     const std::vector<void*>* cur = transposed() ? &work(0) : &out;
@@ -524,7 +535,7 @@ class PlanCore {
     }
     if (fused(1)) {
       run_fused(true, *cur, out);
-      return;
+      return false;
     }
     for (std::size_t s = 1; s < n; ++s) {
       // The last stage of a transposed-output plan in row-major order lands in `out` without a final copy.
@@ -532,8 +543,8 @@ class PlanCore {
       const int target_index = cur_index == 0 ? 1 : 0;
       const std::vector<void*>& target = direct ? out : work(static_cast<std::size_t>(target_index));
       transpose(*m_forward_t[s - 1], *cur, target);
-      fft(s, Kind::c2c, true, target, target);
-      if (direct) return;
+      fft(s, Kind::c2c, true, target, target, /*copy=*/false, direct ? factor : R(1));
+      if (direct) return true;
       cur = &target;
       cur_index = target_index;
     }
@@ -541,10 +552,12 @@ class PlanCore {
       reorder<complex_type, M>(last_boxes(), blocks(*cur, m_orders[n - 1], 0), blocks(out, row_major_order, 1));
     else
       transpose(*m_to_input, *cur, out);
+    return false;
   }
 
-  // The forward pipeline run backwards; the caller's input is only read, the c2r input is a work buffer.
-  void backward_pipeline(Kind last, const std::vector<void*>& in, const std::vector<void*>& out) const {
+  // The forward pipeline run backwards; the caller's input is only read, the c2r input is a work buffer. Stage 0's
+  // local FFTs write `out` last, scaled by `factor` as they write: returns true.
+  bool backward_pipeline(Kind last, const std::vector<void*>& in, const std::vector<void*>& out, R factor) const {
     const std::size_t n = m_stages.size();
     // A fused stage 1 straight into stage 0's blocks: those of `out` where the output keeps the input's layout (a
     // c2c then runs stage 0 in place there: the stage wrote back the lines it read, still in cache), else those of
@@ -552,39 +565,39 @@ class PlanCore {
     if (fused(1)) {
       if (last == Kind::c2c && !transposed()) {
         run_fused(false, in, out);
-        fft(0, Kind::c2c, false, out, out);
-        return;
+        fft(0, Kind::c2c, false, out, out, /*copy=*/false, factor);
+        return true;
       }
       const std::vector<void*>& half = work(0);
       run_fused(false, in, half);
       if (last == Kind::c2r)
-        fft(0, Kind::c2r, false, half, out);
+        fft(0, Kind::c2r, false, half, out, /*copy=*/false, factor);
       else if (m_strategy[0][1].copy)
-        copy_then_fft(0, false, half, out);
+        copy_then_fft(0, false, half, out, factor);
       else
-        fft(0, Kind::c2c, false, half, out);
-      return;
+        fft(0, Kind::c2c, false, half, out, /*copy=*/false, factor);
+      return true;
     }
     const std::vector<void*>* cur = &work(0);
     if (n == 1) {
       if (last == Kind::c2c) {
         if (m_strategy[0][1].copy && in != out)
-          copy_then_fft(0, false, in, out);
+          copy_then_fft(0, false, in, out, factor);
         else
-          fft(0, Kind::c2c, false, in, out);
+          fft(0, Kind::c2c, false, in, out, /*copy=*/false, factor);
       } else if constexpr (LocalPlans<R, M>::backend == Backend::fftw) {
         // The caller's input is only read: FFTW's plans read it in their first pass and go on in work buffer 0.
         darray::detail::fence(darray::detail::default_instance<typename M::execution_space>());
         for (std::size_t i = 0; i < in.size(); ++i)
-          m_local.execute_c2r(problem(0, Kind::c2r, false, i, false), m_strategy[0][1].method, in[i], (*cur)[i],
-                              out[i]);
+          m_local.execute_c2r(problem(0, Kind::c2r, false, i, false), m_strategy[0][1].method, in[i], (*cur)[i], out[i],
+                              factor);
       } else {  // cuFFT's c2r overwrites its input
         for (std::size_t i = 0; i < in.size(); ++i)
           copy_block(static_cast<const complex_type*>(in[i]), static_cast<complex_type*>((*cur)[i]),
                      volume(m_boxes[i][0]));
-        fft(0, Kind::c2r, false, *cur, out);
+        fft(0, Kind::c2r, false, *cur, out, /*copy=*/false, factor);
       }
-      return;
+      return true;
     }
     if (transposed()) {
       if (m_orders[n - 1] == row_major_order) {
@@ -604,20 +617,21 @@ class PlanCore {
     for (std::size_t s = n - 1; s >= 1; --s) {
       if (s == 1 && last == Kind::c2c) {  // stage 0 is row-major: transpose straight into `out`
         transpose(*m_backward_t[0], *cur, out);
-        fft(0, Kind::c2c, false, out, out);
-        return;
+        fft(0, Kind::c2c, false, out, out, /*copy=*/false, factor);
+        return true;
       }
       const std::size_t target_index = 1 - cur_index;
       const std::vector<void*>& target = work(target_index);
       transpose(*m_backward_t[s - 1], *cur, target);
       if (s == 1) {
-        fft(0, Kind::c2r, false, target, out);
-        return;
+        fft(0, Kind::c2r, false, target, out, /*copy=*/false, factor);
+        return true;
       }
       fft(s - 1, Kind::c2c, false, target, target);
       cur = &target;
       cur_index = target_index;
     }
+    return false;  // not reached: n >= 2 ends at s == 1
   }
 
   static void copy_block(const complex_type* src, complex_type* dst, int64_t n) {
@@ -908,13 +922,13 @@ class PlanCore {
   mutable Kokkos::View<complex_type*, M> m_tile;  // the fused stage's tile
   // What a transform's steps pass each other, kept so that a transform into kept arrays allocates nothing: the
   // arrays' pointers, the work buffers', typed copies for the transposes and the fused stage, reorder's blocks and
-  // boxes, and the local problems (problem()).
+  // boxes (m_last_boxes, filled with m_boxes), and the local problems (problem()).
   mutable std::vector<void*> m_pointers[2];
   mutable std::vector<void*> m_work_pointers[2];
   mutable std::vector<const complex_type*> m_const_typed;
   mutable std::vector<complex_type*> m_typed;
   mutable Blocks<complex_type> m_blocks[2];
-  mutable std::vector<Index> m_last_boxes;
+  std::vector<Index> m_last_boxes;  // every local device's block of the last stage
   mutable std::map<std::tuple<std::size_t, Kind, bool, std::size_t, bool>, LocalProblem> m_problems;
 };
 

@@ -115,6 +115,7 @@ template <ArrayOp op, class Acc, class Exec, class Load>
 Acc reduce_range(int64_t n, const Load& load) {
   Acc result = identity<op, Acc>();
   if (n == 0) return result;
+  static const std::string kernel_name = "darray::reduce";  // kokkos_compat.hpp: built once
   if constexpr (host_execution_space_v<Exec>) {
     if (loop_inline<Acc, Exec>(n)) {  // one chunk, on this thread
       ChunkReduceItem<op, Acc, Load>{load, &result, n, n, result}(0);
@@ -126,13 +127,11 @@ Acc reduce_range(int64_t n, const Load& load) {
     const int64_t per_chunk = (n + chunks - 1) / chunks;
     static thread_local std::vector<Acc> partial;  // reused: per element type and operation
     partial.resize(static_cast<std::size_t>(chunks));
-    static const std::string kernel_name = "darray::reduce";  // kokkos_compat.hpp: built once
     Kokkos::parallel_for(kernel_name, range_policy(space, int64_t{0}, chunks),
                          ChunkReduceItem<op, Acc, Load>{load, partial.data(), n, per_chunk, result});
     fence(space);
     for (const Acc& p : partial) combine<op>(result, p);
   } else {
-    static const std::string kernel_name = "darray::reduce";  // kokkos_compat.hpp: built once
     Kokkos::parallel_reduce(
         kernel_name, flat_policy<Exec>(n), KOKKOS_LAMBDA(const int64_t i, Acc& acc) { combine<op>(acc, load(i)); },
         Reducer<op, Acc>(result, identity<op, Acc>()));
