@@ -67,10 +67,7 @@ void require_kept_collectives_allocate_nothing() {
 // The counter the cases below read: it counts, so their zeros mean something (a replacement that no longer counted,
 // or a nothrow form left to the runtime, fails here).
 TEST_CASE("the replaced operator new counts its calls and bytes, the nothrow form's too") {
-  if (!darray_testing::replaced_new_counts()) {
-    WARN("SKIP: under valgrind operator new is memcheck's; the counts below read zero whatever is allocated");
-    return;
-  }
+  DARRAY_RETURN_UNLESS_NEW_COUNTED();
   volatile std::size_t bytes = 24;
   void* volatile a = nullptr;
   void* volatile b = nullptr;
