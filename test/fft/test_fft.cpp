@@ -332,13 +332,13 @@ TEST_CASE("strided dims beyond the cache go through tiled passes, partial last t
   check_real_round_trip<float>(Shape{3, 256, 260}, slabs, fft::Options{}, 42, 1e-5);
 }
 
-TEST_CASE("normalisations are applied by the last local pass that writes the result, on every path", "[fft]") {
-  // The local FFTs that write the result last scale it as they write (FftwPlan::execute): at one device 40 x 50 x 36
-  // transforms dim 0 in a whole-block pass of interleaved tiles (scaled as each tile is scattered) after FFTW's plan
-  // plane by plane, 180 x 2 x 230 dim 0 in column tiles (n > 128), 4 x 6 x 5 and 3 x 5 x 7 in one FFTW plan (the
-  // group scaled after it); r2c and c2r of 40 x 50 x 32 go through row pairs plane by plane. More devices give
-  // thinner slabs and pencils; a transposed output's forward ends in a local FFT too, the other forwards in a
-  // transpose (then a pass of its own scales the result).
+TEST_CASE("normalisations are applied by stage 0's local FFTs as they write, on every path", "[fft]") {
+  // Stage 0's local FFTs scale what they write (FftwPlan::execute), the first step of a forward, the last of a
+  // backward: at one device 40 x 50 x 36 transforms dim 0 in a whole-block pass of interleaved tiles (scaled as each
+  // tile is scattered) after FFTW's plan plane by plane, 180 x 2 x 230 dim 0 in column tiles (n > 128), 4 x 6 x 5 and
+  // 3 x 5 x 7 in one FFTW plan (the group scaled after it); r2c and c2r of 40 x 50 x 32 go through row pairs plane by
+  // plane. More devices give thinner slabs and pencils, whose forwards go on through transposes and more stages after
+  // the scaled one.
   struct Factors {
     fft::Normalization norm;
     double forward, backward;  // of a shape of n elements: n^-forward, n^-backward

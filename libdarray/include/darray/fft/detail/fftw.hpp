@@ -238,10 +238,10 @@ DARRAY_FFTW_ALWAYS_INLINE void prefetch_run(const void* p, std::size_t bytes) {
 #endif
 }
 
-// A transform's normalisation applied by the local pass that writes the result last, to what it just wrote and
-// still in cache (a tile as it is scattered, a group after its plan), instead of a pass of its own over the whole
-// result afterwards. dst[i] = src[i] * factor for `count` reals (dst == src: in place), as AVX2 code where the CPU
-// has it (as SSE2 code, scaling the 64 KiB planes of a 2 x 64^3 backward after their plans saved nothing against
+// A transform's normalisation applied by the last local pass of stage 0's FFTs (PlanCore::fft), to what it just
+// wrote and still in cache (a tile as it is scattered, a group after its plan), instead of a pass of its own over the
+// whole result afterwards. dst[i] = src[i] * factor for `count` reals (dst == src: in place), as AVX2 code where the
+// CPU has it (as SSE2 code, scaling the 64 KiB planes of a 2 x 64^3 backward after their plans saved nothing against
 // the pass of its own: 1.04-1.09 against 1.04-1.06 times the unnormalised transform; as AVX2 code 1.03).
 template <class R>
 DARRAY_FFTW_ALWAYS_INLINE void copy_scaled_loop(R* dst, const R* src, std::size_t count, R factor) {

@@ -72,15 +72,6 @@ void scale_block(T* p, int64_t count, R factor) {
                        ScaleItem<T, R>{p, factor});
 }
 
-// a *= factor on every shard: where the transform's last step was not a local FFT into `a`, which scales as it
-// writes (PlanCore::fft).
-template <class T, class R, class M>
-void scale(const DistributedArray<T, 3, M>& a, R factor) {
-  if (factor == R(1)) return;
-  for (const auto& s : a.addressable_shards()) scale_block<M>(s.data.data(), volume(s.index), factor);
-  darray::detail::fence(darray::detail::default_instance<typename M::execution_space>());
-}
-
 // How one stage runs its local FFTs in one direction: the method (see Method) and, where the stage reads an array
 // it may not overwrite (stage 0 forward, the single stage, the last stage backward of a transposed output), whether
 // it first copies that array into the destination and transforms in place (copy) or transforms out of place.
@@ -258,30 +249,28 @@ class PlanCore {
     check(in, m_input, m_cshape, "forward", "input");
     check(out, output_sharding(), m_cshape, "forward", "output");
     check_consistent_call("forward");
-    if (!forward_pipeline(Kind::c2c, pointers(in, 0), pointers(out, 1), forward_factor())) scale(out, forward_factor());
+    forward_pipeline(Kind::c2c, pointers(in, 0), pointers(out, 1), forward_factor());
   }
 
   void forward_r2c(const real_array& in, const complex_array& out) const {
     check(in, m_input, m_shape, "forward", "input");
     check(out, output_sharding(), m_cshape, "forward", "output");
     check_consistent_call("forward");
-    if (!forward_pipeline(Kind::r2c, pointers(in, 0), pointers(out, 1), forward_factor())) scale(out, forward_factor());
+    forward_pipeline(Kind::r2c, pointers(in, 0), pointers(out, 1), forward_factor());
   }
 
   void backward_c2c(const complex_array& in, const complex_array& out) const {
     check(in, output_sharding(), m_cshape, "backward", "input");
     check(out, m_input, m_cshape, "backward", "output");
     check_consistent_call("backward");
-    if (!backward_pipeline(Kind::c2c, pointers(in, 0), pointers(out, 1), backward_factor()))
-      scale(out, backward_factor());
+    backward_pipeline(Kind::c2c, pointers(in, 0), pointers(out, 1), backward_factor());
   }
 
   void backward_c2r(const complex_array& in, const real_array& out) const {
     check(in, output_sharding(), m_cshape, "backward", "input");
     check(out, m_input, m_shape, "backward", "output");
     check_consistent_call("backward");
-    if (!backward_pipeline(Kind::c2r, pointers(in, 0), pointers(out, 1), backward_factor()))
-      scale(out, backward_factor());
+    backward_pipeline(Kind::c2r, pointers(in, 0), pointers(out, 1), backward_factor());
   }
 
  private:
@@ -514,9 +503,10 @@ class PlanCore {
   }
 
   // Stage 0 from the input, then per stage a transpose and the local FFTs in place; the result ends in `out`.
-  // Stage 0 runs in `out` itself when the output keeps the input's sharding (its blocks are stage 0's). Returns
-  // whether `out` was scaled by `factor` (its last step a local FFT into it), else the caller scales it.
-  bool forward_pipeline(Kind first, const std::vector<void*>& in, const std::vector<void*>& out, R factor) const {
+  // Stage 0 runs in `out` itself when the output keeps the input's sharding (its blocks are stage 0's). Stage 0's
+  // local FFTs scale what they write by `factor` (every later step is linear: the result is scaled the same, and
+  // no pass of its own reads and writes it again).
+  void forward_pipeline(Kind first, const std::vector<void*>& in, const std::vector<void*>& out, R factor) const {
     const std::size_t n = m_stages.size();
     const bool copy = first == Kind::c2c && m_strategy[0][0].copy;
     if (n == 1) {
@@ -524,18 +514,18 @@ class PlanCore {
         copy_then_fft(0, true, in, out, factor);
       else
         fft(0, first, true, in, out, /*copy=*/false, factor);
-      return true;
+      return;
     }
     int cur_index = transposed() ? 0 : -1;  // -1: `out`
     const std::vector<void*>* cur = transposed() ? &work(0) : &out;
     if (copy && in != *cur) {
-      copy_then_fft(0, true, in, *cur);
+      copy_then_fft(0, true, in, *cur, factor);
     } else {
-      fft(0, first, true, in, *cur);
+      fft(0, first, true, in, *cur, /*copy=*/false, factor);
     }
     if (fused(1)) {
       run_fused(true, *cur, out);
-      return false;
+      return;
     }
     for (std::size_t s = 1; s < n; ++s) {
       // The last stage of a transposed-output plan in row-major order lands in `out` without a final copy.
@@ -543,8 +533,8 @@ class PlanCore {
       const int target_index = cur_index == 0 ? 1 : 0;
       const std::vector<void*>& target = direct ? out : work(static_cast<std::size_t>(target_index));
       transpose(*m_forward_t[s - 1], *cur, target);
-      fft(s, Kind::c2c, true, target, target, /*copy=*/false, direct ? factor : R(1));
-      if (direct) return true;
+      fft(s, Kind::c2c, true, target, target);
+      if (direct) return;
       cur = &target;
       cur_index = target_index;
     }
@@ -552,12 +542,11 @@ class PlanCore {
       reorder<complex_type, M>(last_boxes(), blocks(*cur, m_orders[n - 1], 0), blocks(out, row_major_order, 1));
     else
       transpose(*m_to_input, *cur, out);
-    return false;
   }
 
   // The forward pipeline run backwards; the caller's input is only read, the c2r input is a work buffer. Stage 0's
-  // local FFTs write `out` last, scaled by `factor` as they write: returns true.
-  bool backward_pipeline(Kind last, const std::vector<void*>& in, const std::vector<void*>& out, R factor) const {
+  // local FFTs write `out` last, scaled by `factor` as they write.
+  void backward_pipeline(Kind last, const std::vector<void*>& in, const std::vector<void*>& out, R factor) const {
     const std::size_t n = m_stages.size();
     // A fused stage 1 straight into stage 0's blocks: those of `out` where the output keeps the input's layout (a
     // c2c then runs stage 0 in place there: the stage wrote back the lines it read, still in cache), else those of
@@ -566,7 +555,7 @@ class PlanCore {
       if (last == Kind::c2c && !transposed()) {
         run_fused(false, in, out);
         fft(0, Kind::c2c, false, out, out, /*copy=*/false, factor);
-        return true;
+        return;
       }
       const std::vector<void*>& half = work(0);
       run_fused(false, in, half);
@@ -576,7 +565,7 @@ class PlanCore {
         copy_then_fft(0, false, half, out, factor);
       else
         fft(0, Kind::c2c, false, half, out, /*copy=*/false, factor);
-      return true;
+      return;
     }
     const std::vector<void*>* cur = &work(0);
     if (n == 1) {
@@ -597,7 +586,7 @@ class PlanCore {
                      volume(m_boxes[i][0]));
         fft(0, Kind::c2r, false, *cur, out, /*copy=*/false, factor);
       }
-      return true;
+      return;
     }
     if (transposed()) {
       if (m_orders[n - 1] == row_major_order) {
@@ -618,20 +607,19 @@ class PlanCore {
       if (s == 1 && last == Kind::c2c) {  // stage 0 is row-major: transpose straight into `out`
         transpose(*m_backward_t[0], *cur, out);
         fft(0, Kind::c2c, false, out, out, /*copy=*/false, factor);
-        return true;
+        return;
       }
       const std::size_t target_index = 1 - cur_index;
       const std::vector<void*>& target = work(target_index);
       transpose(*m_backward_t[s - 1], *cur, target);
       if (s == 1) {
         fft(0, Kind::c2r, false, target, out, /*copy=*/false, factor);
-        return true;
+        return;
       }
       fft(s - 1, Kind::c2c, false, target, target);
       cur = &target;
       cur_index = target_index;
     }
-    return false;  // not reached: n >= 2 ends at s == 1
   }
 
   static void copy_block(const complex_type* src, complex_type* dst, int64_t n) {
