@@ -586,26 +586,35 @@ class FftwRowPairs {
 // (4, 1024, 1024) 62-64 both; 256^3 c2c 268 against 320-329 ms, r2c 121-127 against 147-155 ms; against FFTW's
 // strided plan inside the group: 128^3 c2c 18.6 against 21.2 ms, 96^3 8.9 against 10.2 ms.
 inline constexpr std::size_t tiled_pass_min_bytes = std::size_t(4) << 20;
-// Under FFTW_ESTIMATE an eighth of the L2 cache, from fused_pass_floor_bytes to 256 KiB (the floor where the system
-// does not say): FFTW's strided plan of a group that size or smaller runs in L2 without thrashing it. Columns whose
-// points spread over the L1 cache's sets (`spread`: see columns_spread) stand a quarter of L2, within the same bounds.
-// Under the measuring planners the floor: FFTW's plans of whole planes are candidates of their own there (guru,
-// planes), and `passes` stays the tiled alternative to them (with the L2 limit its warm timings won at one process on
-// the Intel Xeon below, r2c 128^3, where it ran slower than planes or guru in bench-fft's alternation: 1.21-1.37
-// against 1.04-1.30 of FFTW-MPI's). Measured, local `passes` plans at FFTW_ESTIMATE, 128 against 256 KiB on an Intel
-// Xeon with 2 MiB of L2 (ms, three rounds): r2c 128^3 (planes of 133 KB) 9.7-10.1 against 7.2-7.4, r2c 160^3 (207
-// KB) 26.1-28.5 against 24.7-27.8, c2c 112^3 (200 KB) 18.8-19.0 against 15.2-17.1, c2c 96^3 (147 KB) 8.9-9.7 against
-// 9.2-10.1. On an AMD EPYC with 1 MiB of L2 (two rounds each): spread columns gain from 256 KiB, r2c 128^3 8.9-9.5
-// against 7.8-8.0, 144^3 (168 KB) 16.5-16.8 against 15.8-16.0, 160^3 19.0-19.3 against 17.6, 176^3 (250 KB) 31.6
-// against 30.0, c2c 100^3 (156 KB) 7.9 against 7.4-7.6, 104^3 9.6-10.4 against 9.0-9.5, 112^3 12.2-12.4
-// against 11.6-11.9, 120^3 (225 KB) 15.8-15.9 against 14.1-14.4, complex64 r2c 192^3 (149 KB) 23.4-24.0
-// against 22.8-22.9 (224^3, 202 KB: 48.0-49.0 against 49.9-50.0); columns in few sets lose, c2c 96^3 7.0-7.5
-// against 7.4-8.0, 128^3 (256 KiB, at the limit) 18.4-18.6 against 20.1-21.0, as does c2r's plan of a whole plane
-// (FFTW's multi-dimensional c2r, where its rows do not go in pairs): c2r 144^3 20.9-21.5 against 22.2-22.6, 160^3 26.7
-// against 33.2-33.5, while c2r 128^3 (pairs, then FFTW's c2c of the plane) 10.5-11.0 against 10.0-10.1. Lower limits
-// than 128 KiB were slower (16 KiB: r2c 64^3, c2c 48^3 and 80^3).
+// Under FFTW_ESTIMATE, how large a group FFTW's strided plan runs in cache without thrashing it depends on where its
+// columns' points fall in the L1 cache: a pitch between them that is a multiple of 512 bytes (8 lines of 64 bytes)
+// meets at most 8 of the 64 sets that L1 caches of 32 to 48 KiB have (x86 since 2011), 64 lines at 8 ways (a
+// power-of-two pitch: 32 KiB / pitch lines, fewer than a column of a group over 32 KiB has points): there the limit is
+// few_sets_pass_min_bytes (L1's 32 KiB), and tiles, whose gathers lay each column out contiguously, beat FFTW's plan of
+// any larger group. Other pitches (the half spectrum's odd rows, c2c rows of 100 or 120 complex128) meet 16 sets or
+// more, and FFTW's plan of a group up to a quarter of L2 is as fast or faster (within fused_pass_floor_bytes to 256
+// KiB; the floor where the system does not say). A c2r plan of several dims (c2r rows not in pairs: FFTW's
+// multi-dimensional c2r) keeps an eighth of L2. Under the measuring planners the floor: FFTW's plans of whole planes
+// are candidates of their own there (guru, planes), and `passes` stays the tiled alternative to them (with the L2 limit
+// its warm timings won at one process on the Intel Xeon below, r2c 128^3, where it ran slower than planes or guru in
+// bench-fft's alternation: 1.21-1.37 against 1.04-1.30 of FFTW-MPI's).
+// Measured, local `passes` plans at FFTW_ESTIMATE, 128 against 256 KiB on an Intel Xeon with 2 MiB of L2 (ms, three
+// rounds): r2c 128^3 (planes of 133 KB) 9.7-10.1 against 7.2-7.4, r2c 160^3 (207 KB) 26.1-28.5 against 24.7-27.8, c2c
+// 112^3 (200 KB) 18.8-19.0 against 15.2-17.1, c2c 96^3 (147 KB, pitch 1536) 8.9-9.7 against 9.2-10.1. On an AMD EPYC
+// with 1 MiB of L2 (two rounds each, 128 against 256 KiB): r2c 128^3 8.9-9.5 against 7.8-8.0, 144^3 (168 KB) 16.5-16.8
+// against 15.8-16.0, 160^3 19.0-19.3 against 17.6, 176^3 (250 KB) 31.6 against 30.0, c2c 100^3 (156 KB) 7.9 against
+// 7.4-7.6, 104^3 9.6-10.4 against 9.0-9.5, 112^3 12.2-12.4 against 11.6-11.9, 120^3 (225 KB) 15.8-15.9 against
+// 14.1-14.4, complex64 r2c 192^3 (149 KB) 23.4-24.0 against 22.8-22.9 (224^3, 202 KB: 48.0-49.0 against 49.9-50.0); few
+// sets: c2c 96^3 7.0-7.5 against 7.4-8.0, 128^3 (256 KiB, pitch 2048) 18.4-18.6 against 20.1-21.0, and 64^3 (64 KiB,
+// pitch 1024) 1.04-1.08 at 128 KiB against 1.00-1.04 at 32 KiB (six rounds; complex64 128^3, 128 KiB planes, 7.7-8.3
+// either way); c2r 144^3 20.9-21.5 against 22.2-22.6, 160^3 26.7 against 33.2-33.5, but c2r 128^3 (pairs, then FFTW's
+// c2c of the plane) 10.5-11.0 against 10.0-10.1. Spread columns lose below 128 KiB: 32 KiB, c2c 48^3 0.60 against 0.68
+// ms; 16 KiB, r2c 64^3, c2c 48^3 and 80^3; few sets lose below 32 KiB (c2c 32^3, 16 KiB planes: 0.085-0.087 ms against
+// 0.098-0.100 at 8 KiB).
 inline constexpr std::size_t fused_pass_floor_bytes = std::size_t(128) << 10;
-inline std::size_t fused_pass_min_bytes(unsigned flags, bool spread) {
+inline constexpr std::size_t few_sets_pass_min_bytes = std::size_t(32) << 10;
+// pitch: bytes between the points of a column; multi_c2r: FFTW's plan of the group is a c2r of several dims.
+inline std::size_t fused_pass_min_bytes(unsigned flags, std::size_t pitch, bool multi_c2r) {
   static const std::size_t l2 = [] {
 #ifdef _SC_LEVEL2_CACHE_SIZE
     const long bytes = ::sysconf(_SC_LEVEL2_CACHE_SIZE);
@@ -614,15 +623,11 @@ inline std::size_t fused_pass_min_bytes(unsigned flags, bool spread) {
     return std::size_t(0);
   }();
   if ((flags & FFTW_ESTIMATE) == 0) return fused_pass_floor_bytes;
-  return std::clamp(l2 / (spread ? 4 : 8), fused_pass_floor_bytes, std::size_t(256) << 10);
+  const std::size_t top = std::size_t(256) << 10;
+  if (multi_c2r) return std::clamp(l2 / 8, fused_pass_floor_bytes, top);
+  if (pitch % 512 == 0) return few_sets_pass_min_bytes;
+  return std::clamp(l2 / 4, fused_pass_floor_bytes, top);
 }
-
-// Whether a column whose points lie `pitch` bytes apart spreads over the L1 cache's sets: a pitch that is a multiple
-// of 512 bytes (8 lines of 64 bytes) meets at most 8 of the 64 sets that L1 caches of 32 to 48 KiB have (x86 since
-// 2011), 64 lines at most at 8 ways, and the columns of a group over the floor hold as many points or more at pitches
-// up to 2 KiB: FFTW's strided plan of such a group evicts what it reads. Other pitches (the half spectrum's odd rows,
-// 100 to 120 complex128) meet 16 sets or more.
-inline bool columns_spread(std::size_t pitch) { return pitch % 512 != 0; }
 
 // The FFTW planner flags of an effort level: 0 estimate, 1 measure, 2 patient.
 inline unsigned fftw_flags(int level) { return level >= 2 ? FFTW_PATIENT : level == 1 ? FFTW_MEASURE : FFTW_ESTIMATE; }
@@ -750,8 +755,7 @@ class FftwPlan {
     }
     const bool paired =
         method == Method::passes && problem.kind != Kind::c2c && pair_rows(problem.logical(last), flags);
-    // FFTW's plan of a group is c2c or r2c, or a c2r plan of several dims where c2r's rows do not go in pairs: the
-    // latter gains nothing from a larger group (see fused_pass_min_bytes).
+    // FFTW's plan of a group is c2c or r2c, or a c2r plan of several dims where c2r's rows do not go in pairs.
     const bool multi_c2r = problem.kind == Kind::c2r && !paired;
     for (int d : problem.dims) {
       if (d == *outer) continue;
@@ -766,8 +770,7 @@ class FftwPlan {
         tiled->push_back(d);
       else if (method == Method::passes && strided && span > tiled_pass_min_bytes)
         tiled->push_back(d);
-      else if (method == Method::passes && strided &&
-               span > fused_pass_min_bytes(flags, columns_spread(pitch) && !multi_c2r))
+      else if (method == Method::passes && strided && span > fused_pass_min_bytes(flags, pitch, multi_c2r))
         (alone ? tiled : fused)->push_back(d);
       else
         guru->push_back(d);

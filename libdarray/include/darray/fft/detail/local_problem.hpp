@@ -15,16 +15,16 @@ namespace detail {
 enum class Kind { c2c, r2c, c2r };
 
 // How a backend splits a LocalProblem into passes (FFTW; cuFFT has one way). passes: one FFTW plan for the innermost
-// dim and every strided dim whose column groups span at most an eighth of L2 under FFTW_ESTIMATE, a quarter where the
-// columns spread over L1's sets (128 to 256 KiB; 128 KiB when FFTW measures; fftw.hpp, fused_pass_min_bytes; r2c/c2r
-// rows of 8 to 128 points, powers of two, two at a time as one complex row, the strided dims then in a c2c plan), a
-// tiled pass (gather, batched FFT, scatter) per other strided dim, run plane by plane right after the FFTW plan where a
-// plane fits in cache, over the whole block where it does not, as fixed heuristics choose under FFTW_ESTIMATE; guru:
-// one FFTW plan for all dims (FFTW's own strided and multi-dim algorithms); tiled: a tiled pass over the whole block
-// for every strided dim; planes: where two transformed dims or more lie inside the outermost one, FFTW's plan of those
-// inner dims plane by plane, then FFTW's plan of the outermost dim over the whole block (otherwise guru's split).
-// Measuring planners time all four. An in-place problem run from another array (the +copy strategies) copies each plane
-// just before its FFTs where the split runs plane by plane, so the plane is still in cache for them.
+// dim and every strided dim whose column groups span at most 32 KiB under FFTW_ESTIMATE where the columns fall into few
+// of L1's sets, else a quarter of L2 (128 to 256 KiB; 128 KiB when FFTW measures; fftw.hpp, fused_pass_min_bytes;
+// r2c/c2r rows of 8 to 128 points, powers of two, two at a time as one complex row, the strided dims then in a c2c
+// plan), a tiled pass (gather, batched FFT, scatter) per other strided dim, run plane by plane right after the FFTW
+// plan where a plane fits in cache, over the whole block where it does not, as fixed heuristics choose under
+// FFTW_ESTIMATE; guru: one FFTW plan for all dims (FFTW's own strided and multi-dim algorithms); tiled: a tiled pass
+// over the whole block for every strided dim; planes: where two transformed dims or more lie inside the outermost one,
+// FFTW's plan of those inner dims plane by plane, then FFTW's plan of the outermost dim over the whole block (otherwise
+// guru's split). Measuring planners time all four. An in-place problem run from another array (the +copy strategies)
+// copies each plane just before its FFTs where the split runs plane by plane, so the plane is still in cache for them.
 enum class Method { passes, guru, tiled, planes };
 inline constexpr Method all_methods[] = {Method::passes, Method::guru, Method::tiled, Method::planes};
 
