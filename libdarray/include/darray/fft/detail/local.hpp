@@ -9,6 +9,7 @@
 #include <iterator>
 #include <map>
 #include <memory>
+#include <string>
 #include <type_traits>
 #include <utility>
 
@@ -16,6 +17,7 @@
 #include "darray/core/error.hpp"
 #include "darray/fft/detail/fftw.hpp"
 #include "darray/fft/detail/local_problem.hpp"
+#include "darray/runtime/detail/kokkos_compat.hpp"
 
 #if defined(DARRAY_HAS_CUFFT) && defined(KOKKOS_ENABLE_CUDA)
 #include "darray/fft/detail/cufft.hpp"
@@ -75,6 +77,25 @@ struct BackendPlan<Backend::cufft, R> {
 };
 #endif
 
+// p[i] *= factor. A functor, not a KOKKOS_LAMBDA (nvcc's extended lambdas allocate on the host heap per launch:
+// runtime/detail/kokkos_compat.hpp).
+template <class T, class R>
+struct ScaleItem {
+  T* p;
+  R factor;
+  KOKKOS_INLINE_FUNCTION void operator()(const int64_t i) const { p[i] *= factor; }
+};
+
+// p[0 .. count) *= factor, a kernel in the memory space's execution space (a kernel on GPUs), not waited for.
+template <class M, class T, class R>
+void scale_block(T* p, int64_t count, R factor) {
+  using Exec = typename M::execution_space;
+  static const std::string kernel_name = "darray::fft::scale";  // kokkos_compat.hpp: built once
+  Kokkos::parallel_for(kernel_name,
+                       darray::detail::range_policy(darray::detail::default_instance<Exec>(), int64_t{0}, count),
+                       ScaleItem<T, R>{p, factor});
+}
+
 // The local plans of one distributed FFT plan, one per distinct (local problem, method): devices with equal blocks
 // share. level: the planner effort, 0 estimate, 1 measure, 2 patient.
 template <class R, class M>
@@ -108,24 +129,25 @@ class LocalPlans {
     m_plans.emplace(Key(problem, method), Factory::make(problem, method, m_level));
   }
 
-  // Runs `problem` on blocks in and out (equal for in-place problems). Planned on demand if prepare() missed it.
-  void execute(const LocalProblem& problem, Method method, void* in, void* out) {
+  // Runs `problem` on blocks in and out (equal for in-place problems), the result times `factor` (a normalisation):
+  // FFTW's plans scale what their last step wrote while it is in cache (FftwPlan::execute); cuFFT's plans take no
+  // factor, so a kernel scales their result after them (not waited for: the caller fences). Planned on demand if
+  // prepare() missed it.
+  void execute(const LocalProblem& problem, Method method, void* in, void* out, R factor = R(1)) {
     if (problem.empty()) return;
-    plan_of(problem, method).execute(in, out);
-  }
-
-  // The same times `factor` (a normalisation), applied by the plan's last step to what it just wrote (FftwPlan::
-  // execute). FFTW only: the caller scales cuFFT's result with a kernel.
-  void execute_scaled(const LocalProblem& problem, Method method, void* in, void* out, R factor) {
-    static_assert(backend == Backend::fftw, "execute_scaled: FFTW plans only");
-    if (problem.empty()) return;
-    plan_of(problem, method).execute(in, out, factor);
+    if constexpr (backend == Backend::fftw) {
+      plan_of(problem, method).execute(in, out, factor);
+    } else {
+      plan_of(problem, method).execute(in, out);
+      if (factor != R(1))
+        scale_block<M>(static_cast<R*>(out), volume(problem.out_block) * (problem.kind == Kind::c2r ? 1 : 2), factor);
+    }
   }
 
   // Runs the c2r `problem` from `in`, left as it is, through `work` (a block of in's size, overwritten) into `out`,
   // the copy FFTW's c2r would need folded into the plan's first pass (FftwPlan::execute_c2r). FFTW only (cuFFT's
   // c2r overwrites its input: the caller copies it). Planned on demand as execute() is. The result is scaled by
-  // `factor` as execute_scaled scales it.
+  // `factor` as execute() scales it.
   void execute_c2r(const LocalProblem& problem, Method method, const void* in, void* work, void* out, R factor = R(1)) {
     static_assert(backend == Backend::fftw, "execute_c2r: FFTW plans only");
     if (problem.empty()) return;

@@ -53,25 +53,6 @@ DistributedArray<T, 3, M> allocate(const NamedSharding& sharding, const Shape& s
   return darray::detail::adopt_shards<T, 3, M>(shape, sharding, std::move(shards));
 }
 
-// p[i] *= factor. A functor, not a KOKKOS_LAMBDA (nvcc's extended lambdas allocate on the host heap per launch:
-// runtime/detail/kokkos_compat.hpp).
-template <class T, class R>
-struct ScaleItem {
-  T* p;
-  R factor;
-  KOKKOS_INLINE_FUNCTION void operator()(const int64_t i) const { p[i] *= factor; }
-};
-
-// p[0 .. count) *= factor, a kernel in the memory space's execution space (a kernel on GPUs), not waited for.
-template <class M, class T, class R>
-void scale_block(T* p, int64_t count, R factor) {
-  using Exec = typename M::execution_space;
-  static const std::string kernel_name = "darray::fft::scale";  // kokkos_compat.hpp: built once
-  Kokkos::parallel_for(kernel_name,
-                       darray::detail::range_policy(darray::detail::default_instance<Exec>(), int64_t{0}, count),
-                       ScaleItem<T, R>{p, factor});
-}
-
 // How one stage runs its local FFTs in one direction: the method (see Method) and, where the stage reads an array
 // it may not overwrite (stage 0 forward, the single stage, the last stage backward of a transposed output), whether
 // it first copies that array into the destination and transforms in place (copy) or transforms out of place.
@@ -468,8 +449,7 @@ class PlanCore {
 
   // The local FFTs of stage s on every local device's block, in the stage's axis order; in place where in and out
   // are the same blocks, or where `copy`: then in's blocks are copied into out's first (LocalProblem::in_place).
-  // The results are scaled by `factor` (the transform's normalisation, where this stage writes the caller's
-  // output): FFTW's plans scale as they write, still in cache; cuFFT's results by a kernel after each block's FFTs.
+  // The results are scaled by `factor` (the transform's normalisation, in stage 0: LocalPlans::execute).
   void fft(std::size_t s, Kind kind, bool forward, const std::vector<void*>& in, const std::vector<void*>& out,
            bool copy = false, R factor = R(1)) const {
     const auto& space = darray::detail::default_instance<typename M::execution_space>();
@@ -477,14 +457,7 @@ class PlanCore {
     // FFTW reads on the host what kernels may still be writing; cuFFT follows them on their instance's stream.
     if (darray::detail::host_accessible_v<M>) darray::detail::fence(space);
     for (std::size_t i = 0; i < in.size(); ++i) {
-      const LocalProblem& p = problem(s, kind, forward, i, copy || in[i] == out[i]);
-      if constexpr (LocalPlans<R, M>::backend == Backend::fftw) {
-        m_local.execute_scaled(p, method, in[i], out[i], factor);
-      } else {
-        m_local.execute(p, method, in[i], out[i]);
-        if (factor != R(1) && !p.empty())
-          scale_block<M>(static_cast<R*>(out[i]), volume(p.out_block) * (kind == Kind::c2r ? 1 : 2), factor);
-      }
+      m_local.execute(problem(s, kind, forward, i, copy || in[i] == out[i]), method, in[i], out[i], factor);
     }
     darray::detail::fence(space);  // cuFFT runs asynchronously; MPI reads the result next
   }
