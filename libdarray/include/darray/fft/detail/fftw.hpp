@@ -625,7 +625,7 @@ inline std::size_t fused_pass_min_bytes(unsigned flags, std::size_t pitch, bool 
   if ((flags & FFTW_ESTIMATE) == 0) return fused_pass_floor_bytes;
   const std::size_t top = std::size_t(256) << 10;
   if (multi_c2r) return std::clamp(l2 / 8, fused_pass_floor_bytes, top);
-  if (pitch % 512 == 0) return few_sets_pass_min_bytes;
+  if (l1_sets_met(pitch) <= 8) return few_sets_pass_min_bytes;
   return std::clamp(l2 / 4, fused_pass_floor_bytes, top);
 }
 

@@ -138,7 +138,8 @@ class FusedStage {
       stage_bytes[static_cast<std::size_t>(d.process_index)] +=
           volume(stage.index(shape, d)) * static_cast<int64_t>(sizeof(T));
     m_stage_bytes = stage_bytes[static_cast<std::size_t>(process_index())];
-    if (*std::max_element(stage_bytes.begin(), stage_bytes.end()) <= fused_in_block_max_bytes())
+    if (*std::max_element(stage_bytes.begin(), stage_bytes.end()) <= fused_in_block_max_bytes() &&
+        columns_fit(stage, shape, devs, dims))
       m_home = to == stage ? Home::to_block : from == stage ? Home::from_block : Home::buffer;
 
     // The pieces of the transposes the stage replaces (none on the side where the tile stays in its block).
@@ -164,38 +165,37 @@ class FusedStage {
         Tile t{k, box, {}, {}, 0, LocalProblem{}};
         for (std::size_t d = 0; d < box.size(); ++d) t.at += (box[d].start - block[d].start) * strides[d];
         // In place in the tile buffer or in the output's block, or from the input's block into the tile buffer.
-        const Index laid = padded_rows(box, dims);  // the tile as the tile buffer holds it
+        const Laid laid = lay_out(box, dims, m_home == Home::buffer);  // the tile as the tile buffer holds it
         LocalProblem& problem = t.problem;
         problem.kind = Kind::c2c;
         problem.forward = forward;
-        problem.in_block = problem.out_block = box_shape(box);
+        problem.in_block = problem.out_block = m_home == Home::buffer ? laid.extents : box_shape(box);
         problem.dims = dims;
         problem.in_place = m_home != Home::from_block;
         if (m_home != Home::buffer) problem.in_embed = box_shape(block);
         if (m_home == Home::to_block) problem.out_embed = box_shape(block);
-        if (laid != box) {
-          if (m_home == Home::buffer) problem.in_embed = box_shape(laid);
-          if (m_home != Home::to_block) problem.out_embed = box_shape(laid);
-        }
+        if (m_home == Home::buffer) problem.in_embed = laid.embed;
+        if (m_home != Home::to_block) problem.out_embed = laid.embed;
         // Gathered into the tile buffer, or into its block where the tile stays there; scattered from the buffer.
-        const Index& gathered = m_home == Home::to_block ? block : laid;
         for (const PlanPiece* p : in) {
           if (p->dst != mine[k]) continue;
           const Index region = intersect(p->box, box);
           if (volume(region) == 0) continue;
-          t.in.push_back(Copy{p->src.process_index, slot_of.at(p->src.id),
-                              darray::detail::simplify(
-                                  darray::detail::box_copy_geometry(from.index(shape, p->src), gathered, region))});
+          const Index src = from.index(shape, p->src);
+          const auto g = m_home == Home::to_block
+                             ? darray::detail::box_copy_geometry(src, block, region)
+                             : laid.into(darray::detail::box_copy_geometry(src, box, region), box, region, true);
+          t.in.push_back(Copy{p->src.process_index, slot_of.at(p->src.id), darray::detail::simplify(g)});
         }
         for (const PlanPiece* p : out) {
           if (p->src != mine[k]) continue;
           const Index region = intersect(p->box, box);
           if (volume(region) == 0) continue;
-          t.out.push_back(
-              Copy{p->dst.process_index, slot_of.at(p->dst.id),
-                   darray::detail::simplify(darray::detail::box_copy_geometry(laid, to.index(shape, p->dst), region))});
+          const auto g =
+              laid.into(darray::detail::box_copy_geometry(box, to.index(shape, p->dst), region), box, region, false);
+          t.out.push_back(Copy{p->dst.process_index, slot_of.at(p->dst.id), darray::detail::simplify(g)});
         }
-        if (m_home != Home::to_block) m_max_tile = std::max(m_max_tile, volume(laid));
+        if (m_home != Home::to_block) m_max_tile = std::max(m_max_tile, laid.elements);
         m_tiles.push_back(std::move(t));
       }
     }
@@ -331,24 +331,97 @@ class FusedStage {
   }
 
  private:
-  // A tile's box as the tile buffer lays it out: its rows (the innermost dim) one cache line longer where their
-  // pitch is a multiple of two lines and a strided transformed dim is longer than 64. FFTW_ESTIMATE's plan of an FFT
-  // across rows whose pitch is a large power of two strides through a few cache sets, and its passes over the points
-  // thrash them (FFTW_MEASURE picks a buffered plan instead): 256 points 2 KiB apart, 128 of them side by side, 636
-  // us against 91 measured and 88 with rows of 124 (r2c 256^3 at 2 processes, the fused stage's 256 x 1 x 128 tiles:
-  // 107-115 ms of FFTs a transform). Up to 64 points FFTW's codelets take a column in one pass, nothing is reused,
-  // and padding only cost (c2c 64^3 at 2 processes: 1.34-1.49 -> 1.62-1.81 ms; its tiles' rows no longer one batch).
-  static Index padded_rows(const Index& box, const std::vector<int>& dims) {
-    constexpr int64_t line = 64, one_pass_points = 64;
-    Index laid = box;
+  // A tile as the tile buffer lays it out: row-major, except where the points of its innermost strided transformed
+  // dim t meet too few L1 sets (column_thrashes): then t's pitch is one cache line longer. Where no dim inside t is
+  // transformed (a slab's dim-0 stage) and both sides of the FFT are the buffer, the dims inside t are one run of
+  // columns there, padded after each of t's points, so FFTW still loops over one batch of columns; otherwise (a
+  // side in a block, which keeps the block's rank) the rows are one line longer. FFTW_ESTIMATE's plan of a column
+  // whose points share a few sets evicts them before it is done with them (FFTW_MEASURE picks a buffered plan
+  // instead): 256 points 2 KiB apart, 128 of them side by side, 636 us against 91 measured and 88 with rows of 124
+  // (r2c 256^3 at 2 processes, tiles of 256 x 1 x 128: 107-115 ms of FFTs a transform). bench/fft, c2c 64^3 at 2
+  // processes, same layout (tiles of 64 x 8 x 64 through the buffer both ways, 64 points 8 KiB apart: one set; AMD
+  // EPYC, 48 KiB of L1 at 12 ways): a forward in 1.33-1.36 ms unpadded, 1.09-1.14 with rows one line longer (the
+  // rows no longer one batch of columns: on an earlier EPYC with 32 KiB of L1 that cost more than it saved), 0.76-0.80
+  // with the points 8 KiB + 64 B apart.
+  struct Laid {
+    Shape strides;         // each dim's element stride in the tile buffer
+    int64_t elements = 0;  // the buffer the tile takes
+    Shape extents, embed;  // the tile's FFT problem there: its extents (dims inside t as one where padded after t's
+                           // points) and its embedding (empty: none)
+
+    // `g`, box_copy_geometry of `region` with the tile's `box` as its `dst` side or its source, with the tile's side
+    // as the buffer lays it out.
+    darray::detail::CopyGeometry into(darray::detail::CopyGeometry g, const Index& box, const Index& region,
+                                      bool dst) const {
+      int64_t* stride = dst ? g.dst_stride : g.src_stride;
+      int64_t& offset = dst ? g.dst_offset : g.src_offset;
+      offset = 0;
+      for (int d = 0; d < g.rank; ++d) {
+        const auto k = static_cast<std::size_t>(d);
+        stride[d] = strides[k];
+        offset += (region[k].start - box[k].start) * strides[k];
+      }
+      return g;
+    }
+  };
+  static Laid lay_out(const Index& box, const std::vector<int>& dims, bool both_in_buffer) {
+    constexpr int64_t line = 64;
     const auto bytes = static_cast<int64_t>(sizeof(T));
-    bool long_strided = false;
+    const int rank = static_cast<int>(box.size());
+    Laid laid;
+    const Shape extents = box_shape(box);
+    const Shape row_major = row_major_strides(extents);
+    laid.strides = row_major;
+    laid.elements = volume(extents);
+    laid.extents = extents;
+    int t = -1;  // the innermost strided transformed dim
     for (int d : dims)
-      if (d + 1 < static_cast<int>(box.size()) && box[static_cast<std::size_t>(d)].size() > one_pass_points)
-        long_strided = true;
-    if (!long_strided || bytes > line || (box.back().size() * bytes) % (2 * line) != 0) return laid;
-    laid.back().stop += line / bytes;
+      if (d + 1 < rank) t = std::max(t, d);
+    const auto tk = static_cast<std::size_t>(t);
+    if (t < 0 || bytes > line || line % bytes != 0 ||
+        !column_thrashes(static_cast<std::size_t>(row_major[tk] * bytes), extents[tk]))
+      return laid;
+    const int64_t pad = line / bytes;
+    bool inner_transformed = false;
+    for (int d : dims)
+      if (d > t) inner_transformed = true;
+    if (both_in_buffer && !inner_transformed) {
+      // Dims 0..t as they are, the dims inside t as one run of columns, padded after each of t's points.
+      laid.extents.assign(extents.begin(), extents.begin() + t + 1);
+      laid.extents.push_back(row_major[tk]);
+      laid.embed = laid.extents;
+      laid.embed.back() += pad;
+      laid.strides[tk] += pad;
+    } else {
+      // Rows one line longer.
+      laid.embed = extents;
+      laid.embed.back() += pad;
+      laid.strides = row_major_strides(laid.embed);
+    }
+    for (int d = t; d-- > 0;) {
+      const auto k = static_cast<std::size_t>(d);
+      laid.strides[k] = laid.strides[k + 1] * extents[k + 1];
+    }
+    laid.elements = laid.strides[0] * extents[0];
     return laid;
+  }
+
+  // Whether FFTs run in place in the stage's blocks without thrashing L1: in every device's block of the stage,
+  // the points of each strided transformed dim meet enough L1 sets (column_thrashes); the same answer everywhere.
+  // bench/fft, c2c 64^3 at 2 processes, transposed output (FFTW_ESTIMATE, the EPYC above): the tiles' 64 points 32
+  // KiB apart in the output's blocks (one set), a forward in 1.24-1.40 ms, against 0.64-0.67 through the tile buffer.
+  static bool columns_fit(const NamedSharding& stage, const Shape& shape, const std::vector<Device>& devs,
+                          const std::vector<int>& dims) {
+    for (const Device& d : devs) {
+      const Shape extents = box_shape(stage.index(shape, d));
+      const Shape strides = row_major_strides(extents);
+      for (int t : dims) {
+        const auto k = static_cast<std::size_t>(t);
+        if (k + 1 < extents.size() && column_thrashes(static_cast<std::size_t>(strides[k]) * sizeof(T), extents[k]))
+          return false;
+      }
+    }
+    return true;
   }
 
   // The tiles of a block: whole along the transformed dims, split along the outermost other dim (and the next one
