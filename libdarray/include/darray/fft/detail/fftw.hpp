@@ -587,21 +587,20 @@ class FftwRowPairs {
 // strided plan inside the group: 128^3 c2c 18.6 against 21.2 ms, 96^3 8.9 against 10.2 ms.
 inline constexpr std::size_t tiled_pass_min_bytes = std::size_t(4) << 20;
 // Under FFTW_ESTIMATE, how large a group FFTW's strided plan runs in cache without thrashing it depends on where its
-// columns' points fall in the L1 cache: a pitch between them that is a multiple of 512 bytes (8 lines of 64 bytes)
-// meets at most 8 of the 64 sets that L1 caches of 32 to 48 KiB have (x86 since 2011), 64 lines at 8 ways (a
-// power-of-two pitch: 32 KiB / pitch lines, fewer than a column of a group over 32 KiB has points): there the limit is
-// few_sets_pass_min_bytes (L1's 32 KiB), and tiles, whose gathers lay each column out contiguously, beat FFTW's plan of
-// any larger group. Other pitches (the half spectrum's odd rows, c2c rows of 100 or 120 complex128) meet 16 sets or
-// more, and FFTW's plan of a group up to a quarter of L2 is as fast or faster (within fused_pass_floor_bytes to 256
-// KiB; the floor where the system does not say). A c2r plan of several dims (c2r rows not in pairs: FFTW's
-// multi-dimensional c2r) keeps an eighth of L2. Under the measuring planners the floor: FFTW's plans of whole planes
-// are candidates of their own there (guru, planes), and `passes` stays the tiled alternative to them (with the L2 limit
-// its warm timings won at one process on the Intel Xeon below, r2c 128^3, where it ran slower than planes or guru in
-// bench-fft's alternation: 1.21-1.37 against 1.04-1.30 of FFTW-MPI's).
-// Measured, local `passes` plans at FFTW_ESTIMATE, 128 against 256 KiB on an Intel Xeon with 2 MiB of L2 (ms, three
-// rounds): r2c 128^3 (planes of 133 KB) 9.7-10.1 against 7.2-7.4, r2c 160^3 (207 KB) 26.1-28.5 against 24.7-27.8, c2c
-// 112^3 (200 KB) 18.8-19.0 against 15.2-17.1, c2c 96^3 (147 KB, pitch 1536) 8.9-9.7 against 9.2-10.1. On an AMD EPYC
-// with 1 MiB of L2 (two rounds each, 128 against 256 KiB): r2c 128^3 8.9-9.5 against 7.8-8.0, 144^3 (168 KB) 16.5-16.8
+// columns' points fall in the L1 cache: a pitch between them that meets at most 8 of L1's 64 sets (l1_sets_met: a
+// multiple of 512 bytes), 64 lines at 8 ways (a power-of-two pitch: 32 KiB / pitch lines, fewer than a column of a
+// group over 32 KiB has points): there the limit is few_sets_pass_min_bytes (L1's 32 KiB), and tiles, whose gathers
+// lay each column out contiguously, beat FFTW's plan of any larger group. Other pitches (the half spectrum's odd rows,
+// c2c rows of 100 or 120 complex128) meet 16 sets or more, and FFTW's plan of a group up to a quarter of L2 is as fast
+// or faster (within fused_pass_floor_bytes to 256 KiB; the floor where the system does not say). A c2r plan of several
+// dims (c2r rows not in pairs: FFTW's multi-dimensional c2r) keeps an eighth of L2. Under the measuring planners the
+// floor: FFTW's plans of whole planes are candidates of their own there (guru, planes), and `passes` stays the tiled
+// alternative to them (with the L2 limit its warm timings won at one process on the Intel Xeon below, r2c 128^3, where
+// it ran slower than planes or guru in bench-fft's alternation: 1.21-1.37 against 1.04-1.30 of FFTW-MPI's). Measured,
+// local `passes` plans at FFTW_ESTIMATE, 128 against 256 KiB on an Intel Xeon with 2 MiB of L2 (ms, three rounds): r2c
+// 128^3 (planes of 133 KB) 9.7-10.1 against 7.2-7.4, r2c 160^3 (207 KB) 26.1-28.5 against 24.7-27.8, c2c 112^3 (200
+// KB) 18.8-19.0 against 15.2-17.1, c2c 96^3 (147 KB, pitch 1536) 8.9-9.7 against 9.2-10.1. On an AMD EPYC with 1 MiB of
+// L2 (two rounds each, 128 against 256 KiB): r2c 128^3 8.9-9.5 against 7.8-8.0, 144^3 (168 KB) 16.5-16.8
 // against 15.8-16.0, 160^3 19.0-19.3 against 17.6, 176^3 (250 KB) 31.6 against 30.0, c2c 100^3 (156 KB) 7.9 against
 // 7.4-7.6, 104^3 9.6-10.4 against 9.0-9.5, 112^3 12.2-12.4 against 11.6-11.9, 120^3 (225 KB) 15.8-15.9 against
 // 14.1-14.4, complex64 r2c 192^3 (149 KB) 23.4-24.0 against 22.8-22.9 (224^3, 202 KB: 48.0-49.0 against 49.9-50.0); few

@@ -172,10 +172,8 @@ class FusedStage {
         problem.in_block = problem.out_block = m_home == Home::buffer ? laid.extents : box_shape(box);
         problem.dims = dims;
         problem.in_place = m_home != Home::from_block;
-        if (m_home != Home::buffer) problem.in_embed = box_shape(block);
-        if (m_home == Home::to_block) problem.out_embed = box_shape(block);
-        if (m_home == Home::buffer) problem.in_embed = laid.embed;
-        if (m_home != Home::to_block) problem.out_embed = laid.embed;
+        problem.in_embed = m_home == Home::buffer ? laid.embed : box_shape(block);
+        problem.out_embed = m_home == Home::to_block ? box_shape(block) : laid.embed;
         // Gathered into the tile buffer, or into its block where the tile stays there; scattered from the buffer.
         for (const PlanPiece* p : in) {
           if (p->dst != mine[k]) continue;

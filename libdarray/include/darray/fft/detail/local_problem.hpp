@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <numeric>
 #include <vector>
 
 #include "darray/core/index.hpp"
@@ -86,12 +87,7 @@ inline bool operator<(const LocalProblem& a, const LocalProblem& b) {
 // of them; other pitches spread over all 64 (a point then straddles lines).
 inline int l1_sets_met(std::size_t pitch) {
   if (pitch == 0 || pitch % 64 != 0) return 64;
-  std::size_t lines = pitch / 64, sets = 64;
-  while (lines % 2 == 0 && sets > 1) {
-    lines /= 2;
-    sets /= 2;
-  }
-  return static_cast<int>(sets);
+  return static_cast<int>(64 / std::gcd(pitch / 64, std::size_t(64)));
 }
 
 // Whether the `points` of a column `pitch` bytes apart outnumber the L1 lines their sets hold at 8 ways (the fewest of
