@@ -1,8 +1,9 @@
-// Host box copies: stream_copy, copy_small (rows of a scatter, plain or streaming) and copy_bytes against memcpy for
-// every length and alignment around their thresholds (guard bytes untouched), copy_box with and without streaming
-// stores against an element-by-element reference on random boxes, strided_copy_host (assign, streaming, add) and
-// for_each_run on geometries with permuted strides, contiguous_offset, and the device copy kernel (run on the default
-// execution space: the GPU in CUDA builds, the host's otherwise) on the same geometries.
+// Host box copies: stream_copy, evict_from_cache (the bytes asked for, none past them), copy_small (rows of a scatter,
+// plain or streaming) and copy_bytes against memcpy for every length and alignment around their thresholds (guard bytes
+// untouched), copy_box with and without streaming stores against an element-by-element reference on random boxes,
+// strided_copy_host (assign, streaming, add) and for_each_run on geometries with permuted strides, contiguous_offset,
+// and the device copy kernel (run on the default execution space: the GPU in CUDA builds, the host's otherwise) on the
+// same geometries.
 #include <Kokkos_Core.hpp>
 #include <algorithm>
 #include <catch2/catch.hpp>
@@ -13,6 +14,9 @@
 #include <random>
 #include <utility>
 #include <vector>
+
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "darray/array/detail/box_copy.hpp"
 #include "darray/array/detail/strided_copy.hpp"
@@ -64,6 +68,25 @@ TEST_CASE("stream_copy copies exactly the bytes asked for, at every alignment") 
       }
     }
   }
+}
+
+TEST_CASE("evict_from_cache keeps the data and touches no byte past the range, at every alignment") {
+  // Two pages, the second inaccessible: the ranges end where the first ends, so a flush past the end faults.
+  const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  void* map = mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  REQUIRE(map != MAP_FAILED);
+  REQUIRE(mprotect(static_cast<char*>(map) + page, page, PROT_NONE) == 0);
+  auto* bytes = static_cast<unsigned char*>(map);
+  for (std::size_t k = 0; k < page; ++k) bytes[k] = static_cast<unsigned char>(k * 7 + 3);
+  for (std::size_t length : {std::size_t{0}, std::size_t{1}, std::size_t{63}, std::size_t{64}, std::size_t{65},
+                             std::size_t{127}, std::size_t{1000}, page - 1, page})
+    for (std::size_t short_of_end : {std::size_t{0}, std::size_t{1}, std::size_t{17}, std::size_t{63}}) {
+      if (length + short_of_end > page) continue;
+      INFO("length " << length << ", ending " << short_of_end << " bytes before the page's end");
+      darray::detail::evict_from_cache(bytes + page - short_of_end - length, length);
+    }
+  for (std::size_t k = 0; k < page; ++k) REQUIRE(bytes[k] == static_cast<unsigned char>(k * 7 + 3));
+  munmap(map, 2 * page);
 }
 
 TEST_CASE("copy_small copies exactly the bytes asked for, plain or streaming, at every alignment") {

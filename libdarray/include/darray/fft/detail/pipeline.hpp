@@ -24,6 +24,7 @@
 
 #include "darray/array/detail/block_io.hpp"
 #include "darray/array/detail/blocks.hpp"
+#include "darray/array/detail/stream_copy.hpp"
 #include "darray/array/distributed_array.hpp"
 #include "darray/comm/check.hpp"
 #include "darray/core/error.hpp"
@@ -627,11 +628,20 @@ class PlanCore {
     }
     return out;
   }
-  // What the estimate planner runs: darray's passes, out of place wherever a stage reads the caller's array. Copying
-  // the input first and transforming in place costs the copy and gains nothing since the passes tile strided dims
-  // themselves (bench/fft, 2 processes, stage 0 forward, ratio to FFTW-MPI with the copy -> without: c2c 128^3
-  // 0.73-0.76 -> 0.64-0.70, transposed 0.79-0.84 -> 0.72-0.79; local (32, 64, 64) dims 1-2 0.44-0.47 -> 0.37-0.42 ms).
-  Strategy default_strategy(const Slot&) const { return Strategy{Method::passes, false}; }
+  // What the estimate planner runs: darray's passes, and where a c2c stage reads an array it may not overwrite (a
+  // variant slot) with FFTW, the +copy variant: where FFTW's plans run group by group (plane by plane), each group is
+  // copied right before them and they run in place on it in cache, so the caller's array is read in order, once,
+  // where FFTW's out-of-place plans read it (out of cache in a loop of transforms) in their own strided order.
+  // bench/fft, FFTW_ESTIMATE, forward ms out of place -> +copy (this AMD EPYC, old and new builds in turns): 2
+  // processes c2c 64^3 transposed 0.61-0.62 -> 0.51-0.52, same 0.71-0.73 -> 0.66-0.69, 128^3 transposed 7.4-7.6
+  // -> 6.5-6.9; one process 64^3 1.06-1.12 -> 0.91-0.95, 128^3 13.3 -> 11.5; 256^3 alike (144 ms at one process). Timed
+  // back to back in cache, the two tie (0.253 / 0.254 ms for 2 processes' stage 0 of 64^3). Before the copies went
+  // plane by plane (whole blocks first), out of place was the faster (c2c 128^3 at 2 processes, 0.64-0.70 against
+  // 0.73-0.76x FFTW-MPI). cuFFT: out of place, as before (no GPU here to time the copy on).
+  Strategy default_strategy(const Slot& slot) const {
+    return Strategy{Method::passes,
+                    LocalPlans<R, M>::backend == Backend::fftw && slot.variant && slot.kind == Kind::c2c};
+  }
   // The local problem of a slot's device i under strategy st: in place on the work buffers, out of place where
   // it reads the caller's array without a copy, r2c and c2r always out of place.
   const LocalProblem& slot_problem(const Slot& slot, const Strategy& st, std::size_t i) const {
@@ -825,10 +835,21 @@ class PlanCore {
                           b[i].data());
         }
       };
+      // A slot that reads an array it may not overwrite (a variant) reads the caller's array, which a transform in a
+      // loop meets out of cache when it is larger than the cache: each candidate reads `a` from memory. Timed with
+      // `a` in cache, FFTW's out-of-place plans and the +copy variants tie (2 processes, c2c 64^3, stage 0: 0.253 /
+      // 0.254 ms), where in bench/fft's loop (and with `a` evicted before each forward) +copy's in-order reads of
+      // it win: forward ms out of place -> +copy, 2 processes c2c 64^3 transposed 0.70 -> 0.54, 1 process 1.07 ->
+      // 0.90 (the estimate planner's default_strategy).
+      auto evict_input = [&] {
+        if (slot.variant)
+          for (const auto& v : a) darray::detail::evict_from_cache(v.data(), v.size() * sizeof(complex_type));
+      };
       double timed_s = 0;  // this process's time in timed rounds: processes may stop after different rounds
       for (int rep = 0; rep < 6 && !(rep > 2 && timed_s >= measure_budget_s); ++rep)
         for (std::size_t c = 0; c < list.size(); ++c) {
           if (all_distinct[c] == 0) continue;
+          evict_input();
           const auto t0 = std::chrono::steady_clock::now();
           run(list[c]);
           const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
