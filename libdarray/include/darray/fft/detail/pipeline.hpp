@@ -639,8 +639,7 @@ class PlanCore {
   // plane by plane (whole blocks first), out of place was the faster (c2c 128^3 at 2 processes, 0.64-0.70 against
   // 0.73-0.76x FFTW-MPI). cuFFT: out of place, as before (no GPU here to time the copy on).
   Strategy default_strategy(const Slot& slot) const {
-    return Strategy{Method::passes,
-                    LocalPlans<R, M>::backend == Backend::fftw && slot.variant && slot.kind == Kind::c2c};
+    return Strategy{Method::passes, LocalPlans<R, M>::backend == Backend::fftw && slot.variant};  // variants: c2c
   }
   // The local problem of a slot's device i under strategy st: in place on the work buffers, out of place where
   // it reads the caller's array without a copy, r2c and c2r always out of place.
@@ -835,12 +834,8 @@ class PlanCore {
                           b[i].data());
         }
       };
-      // A slot that reads an array it may not overwrite (a variant) reads the caller's array, which a transform in a
-      // loop meets out of cache when it is larger than the cache: each candidate reads `a` from memory. Timed with
-      // `a` in cache, FFTW's out-of-place plans and the +copy variants tie (2 processes, c2c 64^3, stage 0: 0.253 /
-      // 0.254 ms), where in bench/fft's loop (and with `a` evicted before each forward) +copy's in-order reads of
-      // it win: forward ms out of place -> +copy, 2 processes c2c 64^3 transposed 0.70 -> 0.54, 1 process 1.07 ->
-      // 0.90 (the estimate planner's default_strategy).
+      // A variant slot's candidates read the caller's array, which a transform in a loop meets out of cache: each
+      // reads `a` from memory (in cache, out of place and +copy tie where +copy wins in a loop: default_strategy).
       auto evict_input = [&] {
         if (slot.variant)
           for (const auto& v : a) darray::detail::evict_from_cache(v.data(), v.size() * sizeof(complex_type));
