@@ -2,6 +2,7 @@
 // arrays, the limit is honoured, release_cached_memory() empties it, and DARRAY_CACHE_BYTES=0 turns it off
 // (the [cache_off] cases run under that setting only).
 #include <catch2/catch.hpp>
+#include <cstring>
 #include <map>
 #include <random>
 #include <set>
@@ -17,6 +18,7 @@
 #include "darray/ops/elementwise.hpp"
 #include "darray/redistribute/migrate.hpp"
 #include "darray/redistribute/reshard.hpp"
+#include "huge_page_flags.hpp"
 
 using namespace darray;
 using darray::testing::all_ok;
@@ -523,6 +525,21 @@ TEST_CASE("cached_view and cached_buffer serve the library's own buffers") {
   const MemoryStats s2 = memory_stats();
   REQUIRE(s1.allocations_from_system + s1.allocations_from_cache == 2);
   REQUIRE(s2.allocations_from_cache == s1.allocations_from_cache + 1);
+}
+
+TEST_CASE("a large host block from the system is advised to huge pages before it is touched") {
+  release_cached_memory();
+  reset_memory_stats<Kokkos::HostSpace>();
+  const std::size_t bytes = std::size_t(24) << 20;
+  auto buf = detail::cached_buffer<Kokkos::HostSpace>(bytes);
+  REQUIRE(memory_stats<Kokkos::HostSpace>().allocations_from_system == 1);
+  if (darray::testing::kernel_has_huge_pages()) {
+    const auto m = darray::testing::mapping_flags(buf.data() + bytes / 2);
+    REQUIRE(m.found);
+    CHECK(m.huge_advised);
+  }
+  std::memset(buf.data(), 7, bytes);
+  CHECK(buf.data()[bytes - 1] == 7);
 }
 
 TEST_CASE("a size class hands out its most recently freed block; eviction takes the oldest of all") {

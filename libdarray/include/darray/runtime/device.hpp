@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "darray/core/detail/huge_pages.hpp"
+
 namespace darray {
 
 enum class DeviceKind { cpu, cuda };
@@ -49,12 +51,14 @@ inline std::ostream& operator<<(std::ostream& os, const std::vector<Device>& ds)
 }
 
 // Devices for a process table: counts[p] devices on process p, ids dense and process-major. Used by the runtime
-// after its allgather, and by offline planners (darray-shard) that simulate a layout without MPI.
+// after its allgather, and by offline planners (darray-shard) that simulate a layout without MPI. A large table's
+// storage is advised to huge pages before it is written (20 MiB at a million devices: detail/huge_pages.hpp).
 inline std::vector<Device> make_device_table(const std::vector<int>& counts, DeviceKind kind = DeviceKind::cpu) {
   std::size_t total = 0;
   for (int c : counts) total += c > 0 ? static_cast<std::size_t>(c) : 0;
   std::vector<Device> table;
   table.reserve(total);
+  detail::advise_huge_pages(table.data(), total * sizeof(Device));
   int id = 0;
   for (std::size_t p = 0; p < counts.size(); ++p)
     for (int l = 0; l < counts[p]; ++l)

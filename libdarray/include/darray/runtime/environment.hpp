@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "darray/core/detail/huge_pages.hpp"
 #include "darray/core/env.hpp"
 #include "darray/core/env_vars.hpp"
 #include "darray/core/error.hpp"
@@ -311,7 +312,7 @@ class Environment {
 
 inline int process_index() { return detail::active_state("process_index").rank; }
 inline int process_count() { return detail::active_state("process_count").size; }
-inline std::vector<Device> devices() { return detail::active_state("devices").devices; }
+inline std::vector<Device> devices() { return detail::copy_advised(detail::active_state("devices").devices); }
 inline std::vector<Device> local_devices() { return detail::active_state("local_devices").local_devices; }
 inline int device_count() { return static_cast<int>(detail::active_state("device_count").devices.size()); }
 inline int local_device_count() {

@@ -430,7 +430,7 @@ class MoveEngine {
   // the same run. Per peer, messages go and are received in the order data, setup (directions to the receiver
   // first), ready, done.
   static constexpr std::size_t single_copy_min_bytes = std::size_t(64) << 10;
-  static constexpr std::size_t single_copy_min_run_bytes = std::size_t(16) << 10;
+  static constexpr std::size_t single_copy_min_run_bytes = std::size_t(4) << 10;
   struct SingleCopy {
     std::size_t peer = 0;  // index into m_list.sends (sending) or m_list.recvs (receiving)
     int process = -1;

@@ -1,0 +1,69 @@
+// The huge-page advice for large host allocations (core/detail/huge_pages.hpp): which part of a range is advised, that
+// the kernel records the advice on exactly that part, and that advised memory keeps what is written to it.
+#include <sys/mman.h>
+
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "darray/core/detail/huge_pages.hpp"
+#include "huge_page_flags.hpp"
+
+using darray::detail::huge_page_bytes;
+using darray::detail::huge_page_span;
+
+namespace {
+const void* at(std::uintptr_t a) { return reinterpret_cast<const void*>(a); }
+}  // namespace
+
+TEST_CASE("huge_page_span is the whole aligned 2 MiB pages inside a range") {
+  const std::uintptr_t H = huge_page_bytes;
+  CHECK(huge_page_span(at(4 * H), 2 * H).begin == 4 * H);
+  CHECK(huge_page_span(at(4 * H), 2 * H).bytes == 2 * H);
+  CHECK(huge_page_span(at(4 * H + 1), 2 * H).bytes == H);  // one page lost at each end
+  CHECK(huge_page_span(at(4 * H + 1), 2 * H).begin == 5 * H);
+  CHECK(huge_page_span(at(4 * H + 4096), 2 * H - 8192).bytes == 0);  // ends before the next boundary
+  CHECK(huge_page_span(at(4 * H - 4096), H + 4096).bytes == H);
+  CHECK(huge_page_span(at(4 * H), H - 1).bytes == 0);  // smaller than a huge page
+  CHECK(huge_page_span(at(4 * H), 0).bytes == 0);
+  CHECK(huge_page_span(at(UINTPTR_MAX - H), 2 * H).bytes == 0);  // would wrap: nothing
+}
+
+TEST_CASE("advise_huge_pages marks exactly the aligned interior, and the memory stays usable") {
+  const std::size_t H = huge_page_bytes, bytes = 5 * H;
+  void* m = ::mmap(nullptr, bytes + 2 * H, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  REQUIRE(m != MAP_FAILED);
+  // A range that starts 12 KiB past a 2 MiB boundary: its first and last partial pages stay unadvised.
+  char* base = static_cast<char*>(m);
+  char* p = base + (H - reinterpret_cast<std::uintptr_t>(base) % H) + 3 * 4096;
+  const darray::detail::HugePageSpan span = huge_page_span(p, bytes);
+  REQUIRE(span.bytes == 4 * H);
+  const bool advised = darray::detail::advise_huge_pages(p, bytes);
+  if (darray::testing::kernel_has_huge_pages()) {
+    REQUIRE(advised);
+    const auto inner = darray::testing::mapping_flags(reinterpret_cast<void*>(span.begin));
+    REQUIRE(inner.found);
+    CHECK(inner.huge_advised);
+    CHECK(inner.start == span.begin);
+    CHECK(inner.end == span.begin + span.bytes);
+    const auto before = darray::testing::mapping_flags(p);
+    REQUIRE(before.found);
+    CHECK(!before.huge_advised);
+    CHECK(before.end == span.begin);
+  }
+  for (std::size_t i = 0; i < bytes; i += 512) p[i] = static_cast<char>(i / 512);
+  bool same = true;
+  for (std::size_t i = 0; i < bytes; i += 512) same = same && p[i] == static_cast<char>(i / 512);
+  CHECK(same);
+  CHECK(!darray::detail::advise_huge_pages(p, H - 1));  // too small for a huge page: left alone
+  ::munmap(m, bytes + 2 * H);
+}
+
+TEST_CASE("copy_advised copies every element") {
+  std::vector<int> v(3 * huge_page_bytes / sizeof(int));
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<int>(i * 7);
+  CHECK(darray::detail::copy_advised(v) == v);
+  CHECK(darray::detail::copy_advised(std::vector<int>{}).empty());
+  CHECK(darray::detail::copy_advised(std::vector<int>{1, 2}) == std::vector<int>{1, 2});
+}
