@@ -1,9 +1,10 @@
 // bench/reshard: reshard throughput against baselines measured in the same run, on whatever layout it is
-// launched with. Per size and pattern it prints the time (max over processes, best of --reps), GB/s of the bytes
-// each process holds, and the ratios to (a) MPI_Alltoall of the same bytes already packed, (a') the hand-written
-// MPI transpose of the same layout (one MPI_Alltoallw whose datatypes walk the strided side in place), (b) FFTW-MPI's
-// transpose of the same matrix (FFTW_MEASURE), (c) memcpy of the same bytes, and staging memory against local shard
-// bytes. Also: the device table, Mesh, shardings and plan of one process in 4,096- to 1,048,576-device meshes.
+// launched with. Per size and pattern it prints the time (max over processes, best of --reps, each rep one call or a
+// loop of --calls calls), GB/s of the bytes each process holds, and the ratios to (a) MPI_Alltoall of the same bytes
+// already packed, (a') the hand-written MPI transpose of the same layout (one MPI_Alltoallw whose datatypes walk the
+// strided side in place), (b) FFTW-MPI's transpose of the same matrix (FFTW_MEASURE), (c) memcpy of the same bytes, and
+// staging memory against local shard bytes. Also: the device table, Mesh, shardings and plan of one process in 4,096-
+// to 1,048,576-device meshes.
 #include <mpi.h>
 
 #include <CLI/CLI.hpp>
@@ -28,14 +29,18 @@ namespace {
 
 double now() { return MPI_Wtime(); }
 
-// Best over reps of the max over processes of fn's time.
+// Calls per repetition (--calls): 1 times single calls, each after a barrier; more time a loop of calls, as a time
+// stepper makes them, and report the time per call.
+int calls_per_rep = 1;
+
+// Best over reps of the max over processes of fn's time (per call, over calls_per_rep calls in a row).
 double time_it(int reps, const std::function<void()>& fn) {
   double best = 1e300;
   for (int r = 0; r < reps; ++r) {
     MPI_Barrier(MPI_COMM_WORLD);
     const double t0 = now();
-    fn();
-    double t = now() - t0, tmax = 0;
+    for (int c = 0; c < calls_per_rep; ++c) fn();
+    double t = (now() - t0) / calls_per_rep, tmax = 0;
     MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     best = std::min(best, tmax);
   }
@@ -275,6 +280,8 @@ int main(int argc, char** argv) {
       ->delimiter(',')
       ->check(CLI::PositiveNumber);
   app.add_option("--reps", reps, "repetitions; the best (max over processes) is reported")->check(CLI::PositiveNumber);
+  app.add_option("--calls", calls_per_rep, "calls per repetition, timed as a loop (time per call reported)")
+      ->check(CLI::PositiveNumber);
   app.add_flag("--no-fftw", no_fftw, "skip the FFTW-MPI baseline");
   app.add_flag("--plan-only", plan_only, "only time plan construction in large meshes (no data moves)");
   app.add_option("--plan-reps", plan_reps, "repetitions of the plan-construction timings")->check(CLI::PositiveNumber);
@@ -291,8 +298,8 @@ int main(int argc, char** argv) {
   const int np = process_count(), nd = device_count();
   const bool root = process_index() == 0;
   if (root)
-    std::printf("# bench/reshard: %d process(es) x %d host device(s), reps %d, backend %s\n", np, local_device_count(),
-                reps, to_string(backend()));
+    std::printf("# bench/reshard: %d process(es) x %d host device(s), reps %d, calls per rep %d, backend %s\n", np,
+                local_device_count(), reps, calls_per_rep, to_string(backend()));
   if (root && !plan_only) print_header();
   Mesh line = make_mesh({nd}, {"x"});
   Mesh grid = make_mesh({nd, 1}, {"r", "c"});
