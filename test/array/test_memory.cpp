@@ -2,6 +2,7 @@
 // arrays, the limit is honoured, release_cached_memory() empties it, and DARRAY_CACHE_BYTES=0 turns it off
 // (the [cache_off] cases run under that setting only).
 #include <catch2/catch.hpp>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <random>
@@ -540,6 +541,25 @@ TEST_CASE("a large host block from the system is advised to huge pages before it
   }
   std::memset(buf.data(), 7, bytes);
   CHECK(buf.data()[bytes - 1] == 7);
+}
+
+TEST_CASE("DARRAY_HUGE_PAGES=0: a large host block from the system is not advised") {
+  release_cached_memory();
+  // Over glibc's largest mmap threshold (32 MiB): a mapping of its own, whose flags no earlier block shares.
+  const std::size_t bytes = std::size_t(40) << 20;
+  const auto saved = detail::getenv_opt("DARRAY_HUGE_PAGES");
+  ::setenv("DARRAY_HUGE_PAGES", "0", 1);
+  auto buf = detail::cached_buffer<Kokkos::HostSpace>(bytes);
+  if (saved)
+    ::setenv("DARRAY_HUGE_PAGES", saved->c_str(), 1);
+  else
+    ::unsetenv("DARRAY_HUGE_PAGES");
+  const auto m = darray::testing::mapping_flags(buf.data() + bytes / 2);
+  REQUIRE(m.found);
+  CHECK(!m.huge_advised);
+  auto advised = detail::cached_buffer<Kokkos::HostSpace>(bytes + (std::size_t(8) << 20));  // another size class
+  if (darray::testing::kernel_has_huge_pages())
+    CHECK(darray::testing::mapping_flags(advised.data() + bytes / 2).huge_advised);
 }
 
 TEST_CASE("a size class hands out its most recently freed block; eviction takes the oldest of all") {

@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -66,4 +67,22 @@ TEST_CASE("copy_advised copies every element") {
   CHECK(darray::detail::copy_advised(v) == v);
   CHECK(darray::detail::copy_advised(std::vector<int>{}).empty());
   CHECK(darray::detail::copy_advised(std::vector<int>{1, 2}) == std::vector<int>{1, 2});
+}
+
+TEST_CASE("huge_pages_wanted: ranges of a huge page and more, unless DARRAY_HUGE_PAGES=0; a bad value is an error") {
+  const auto saved = darray::detail::getenv_opt("DARRAY_HUGE_PAGES");
+  ::unsetenv("DARRAY_HUGE_PAGES");
+  CHECK(darray::detail::huge_pages_wanted(huge_page_bytes));
+  CHECK(!darray::detail::huge_pages_wanted(huge_page_bytes - 1));
+  ::setenv("DARRAY_HUGE_PAGES", "0", 1);
+  CHECK(!darray::detail::huge_pages_wanted(huge_page_bytes * 8));
+  ::setenv("DARRAY_HUGE_PAGES", "on", 1);
+  CHECK(darray::detail::huge_pages_wanted(huge_page_bytes * 8));
+  ::setenv("DARRAY_HUGE_PAGES", "sometimes", 1);
+  CHECK_THROWS_AS(darray::detail::huge_pages_wanted(huge_page_bytes), darray::InvalidArgument);
+  CHECK_NOTHROW(darray::detail::huge_pages_wanted(4096));  // too small to ask
+  if (saved)
+    ::setenv("DARRAY_HUGE_PAGES", saved->c_str(), 1);
+  else
+    ::unsetenv("DARRAY_HUGE_PAGES");
 }

@@ -58,6 +58,7 @@ TEST_CASE("malformed environment variables: the table") {
       {"DARRAY_CACHE_BYTES", "99999999999T", "a byte count"},
       {"DARRAY_SINGLE_COPY", "maybe", "0|1|true|false"},
       {"DARRAY_SINGLE_COPY", "2", "0|1|true|false"},
+      {"DARRAY_HUGE_PAGES", "always", "0|1|true|false"},
   };
   for (const auto& c : cases) {
     const auto saved = detail::getenv_opt(c.name);
@@ -81,7 +82,8 @@ TEST_CASE("well-formed values pass, and every variable is in the registry") {
       {"DARRAY_LOG", "debug"},           {"DARRAY_MPI_MAX_MESSAGE_BYTES", "4096"},
       {"DARRAY_NCCL_TIMEOUT_S", "30"},   {"DARRAY_CACHE_BYTES", "0"},
       {"DARRAY_CACHE_BYTES", "4GiB"},    {"DARRAY_SHUTDOWN_TIMEOUT_S", "0"},
-      {"DARRAY_TIMEOUT_S", "600"},       {"DARRAY_SINGLE_COPY", "0"}};
+      {"DARRAY_TIMEOUT_S", "600"},       {"DARRAY_SINGLE_COPY", "0"},
+      {"DARRAY_HUGE_PAGES", "0"}};
   for (const auto& [name, value] : good) {
     const auto saved = detail::getenv_opt(name);
     ::setenv(name, value, 1);
@@ -92,7 +94,7 @@ TEST_CASE("well-formed values pass, and every variable is in the registry") {
     else
       ::unsetenv(name);
   }
-  CHECK(detail::env_vars().size() == 11);
+  CHECK(detail::env_vars().size() == 12);
 }
 
 TEST_CASE("unknown DARRAY_ variables are reported (typos), test helpers' prefixes are not") {

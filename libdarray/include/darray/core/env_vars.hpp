@@ -91,6 +91,10 @@ inline bool env_check() { return env_bool("DARRAY_CHECK", false); }
 // instead of sending large messages through MPI; on unless set to 0 (and then only where the system allows it).
 inline bool env_single_copy() { return env_bool("DARRAY_SINGLE_COPY", true); }
 
+// DARRAY_HUGE_PAGES: whether large host blocks and tables are advised to transparent huge pages before their first
+// touch (core/detail/huge_pages.hpp); on unless set to 0 (and then only where the kernel has them).
+inline bool env_huge_pages() { return env_bool("DARRAY_HUGE_PAGES", true); }
+
 // DARRAY_CACHE_BYTES: the bound of the shard memory cache per memory space (0 turns the cache off); unset: nullopt,
 // and the array layer picks its default (see darray/array/memory.hpp).
 inline std::optional<std::size_t> env_cache_bytes() {
@@ -125,6 +129,8 @@ inline const std::vector<EnvVar>& env_vars() {
        [] { (void)env_wait_timeout_seconds(); }},
       {"DARRAY_SINGLE_COPY", "large transfers between processes of a node read the peer's memory directly (0: off)",
        [] { (void)env_single_copy(); }},
+      {"DARRAY_HUGE_PAGES", "large host blocks advised to transparent huge pages (0: off)",
+       [] { (void)env_huge_pages(); }},
   };
   return vars;
 }

@@ -354,8 +354,9 @@ class BlockCache {
   // A fresh block from the system. On the host, a large block's interior is advised to huge pages before anything
   // touches it: one page fault per 2 MiB instead of 512 (core/detail/huge_pages.hpp).
   static void* allocate_fresh(std::size_t bytes) {
+    const bool advise = std::is_same<MemorySpace, Kokkos::HostSpace>::value && huge_pages_wanted(bytes);
     void* base = MemorySpace().allocate("darray::cache", bytes);
-    if constexpr (std::is_same<MemorySpace, Kokkos::HostSpace>::value) advise_huge_pages(base, bytes);
+    if (advise) advise_huge_pages(base, bytes);
     return base;
   }
 

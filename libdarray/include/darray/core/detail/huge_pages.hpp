@@ -5,11 +5,14 @@
 // with 2 MiB pages where it has them: one fault and one TLB entry per 2 MiB. The pages are still placed where they are
 // first touched (NUMA first touch keeps working), and a kernel without huge pages, or with them off ("never"), simply
 // keeps 4 KiB pages. Only ranges that hold a whole aligned 2 MiB page are advised: smaller ones could not use one.
+// DARRAY_HUGE_PAGES=0 turns the advice off (where the kernel's compaction for huge pages stalls a job, say).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <vector>
+
+#include "darray/core/env_vars.hpp"
 
 #if defined(__linux__)
 #include <sys/mman.h>
@@ -34,6 +37,11 @@ inline HugePageSpan huge_page_span(const void* p, std::size_t bytes) noexcept {
   return {begin, static_cast<std::size_t>(end - begin)};
 }
 
+// Whether a host range of `bytes` is to be advised: it can hold a huge page and DARRAY_HUGE_PAGES is not 0. Read per
+// call (only ranges of 2 MiB and more ask); a malformed value is an InvalidArgument, which the Environment reports
+// at start-up on every process. Ask before allocating, so that a throw loses nothing.
+inline bool huge_pages_wanted(std::size_t bytes) { return bytes >= huge_page_bytes && env_huge_pages(); }
+
 // Advise transparent huge pages for the aligned interior of a host range not yet touched. True where the kernel took
 // the advice; false where the range holds no whole huge page or the kernel has no transparent huge pages (the range
 // is left as it was either way: this is a hint, never an error).
@@ -53,9 +61,10 @@ inline bool advise_huge_pages(void* p, std::size_t bytes) noexcept {
 // million-device job: 20 MiB) pays for its copy is then mostly the copy, not the page faults.
 template <class T>
 std::vector<T> copy_advised(const std::vector<T>& v) {
+  const bool advise = huge_pages_wanted(v.size() * sizeof(T));
   std::vector<T> out;
   out.reserve(v.size());
-  advise_huge_pages(out.data(), v.size() * sizeof(T));
+  if (advise) advise_huge_pages(out.data(), v.size() * sizeof(T));
   out.insert(out.end(), v.begin(), v.end());
   return out;
 }
