@@ -1,10 +1,10 @@
 // bench/reshard: reshard throughput against baselines measured in the same run, on whatever layout it is
 // launched with. Per size and pattern it prints the time (max over processes, best of --reps, each rep one call or a
-// loop of --calls calls), GB/s of the bytes each process holds, and the ratios to (a) MPI_Alltoall of the same bytes
-// already packed, (a') the hand-written MPI transpose of the same layout (one MPI_Alltoallw whose datatypes walk the
-// strided side in place), (b) FFTW-MPI's transpose of the same matrix (FFTW_MEASURE), (c) memcpy of the same bytes, and
-// staging memory against local shard bytes. Also: the device table, Mesh, shardings and plan of one process in 4,096-
-// to 1,048,576-device meshes.
+// loop of --calls calls; the kept and allocating calls, the packed MPI_Alltoall and the memcpy in turns), GB/s of the
+// bytes each process holds, and the ratios to (a) MPI_Alltoall of the same bytes already packed, (a') the hand-written
+// MPI transpose of the same layout (one MPI_Alltoallw whose datatypes walk the strided side in place), (b) FFTW-MPI's
+// transpose of the same matrix (FFTW_MEASURE), (c) memcpy of the same bytes, and staging memory against local shard
+// bytes. Also: the device table, Mesh, shardings and plan of one process in 4,096- to 1,048,576-device meshes.
 #include <mpi.h>
 
 #include <CLI/CLI.hpp>
@@ -17,6 +17,7 @@
 #include <iostream>
 #include <vector>
 
+#include "time_calls.hpp"
 #include "unaliased.hpp"
 
 #if defined(DARRAY_BENCH_HAS_FFTW_MPI)
@@ -81,17 +82,23 @@ void print_row(const Row& r) {
   std::fflush(stdout);
 }
 
-// MPI_Alltoall of `bytes` per process, already packed: the communication floor of any transpose.
-double alltoall_time(std::size_t bytes, int reps) {
-  const int np = process_count();
-  const std::size_t per = bytes / static_cast<std::size_t>(np);
-  if (per > static_cast<std::size_t>(INT_MAX) || np == 1) return 0;
-  std::vector<char> s(per * static_cast<std::size_t>(np), 1), rstore;
-  char* const r = darray_bench::unaliased(rstore, per * static_cast<std::size_t>(np), s.data());
-  return time_it(reps, [&] {
-    MPI_Alltoall(s.data(), static_cast<int>(per), MPI_BYTE, r, static_cast<int>(per), MPI_BYTE, MPI_COMM_WORLD);
-  });
-}
+// MPI_Alltoall of `bytes` per process, already packed: the communication floor of any transpose. Its buffers, and
+// the call on them (empty where it does not apply: one process, or messages past INT_MAX).
+struct PackedAlltoall {
+  std::vector<char> send, store;
+  char* recv = nullptr;
+  std::function<void()> call;
+  explicit PackedAlltoall(std::size_t bytes) {
+    const int np = process_count();
+    const std::size_t per = bytes / static_cast<std::size_t>(np);
+    if (per > static_cast<std::size_t>(INT_MAX) || np == 1) return;
+    send.assign(per * static_cast<std::size_t>(np), 1);
+    recv = darray_bench::unaliased(store, send.size(), send.data());
+    call = [this, per] {
+      MPI_Alltoall(send.data(), static_cast<int>(per), MPI_BYTE, recv, static_cast<int>(per), MPI_BYTE, MPI_COMM_WORLD);
+    };
+  }
+};
 
 // The hand-written MPI transpose, one device per process: a block of src_elems doubles to one of dst_elems, one
 // MPI_Alltoallw whose per-peer datatypes (send_type(p) at byte send_displ(p), recv likewise; the caller's to free)
@@ -160,11 +167,16 @@ double alltoallw_pencil(int64_t x, int64_t y, int64_t z, int reps) {
       reps);
 }
 
-double memcpy_time(std::size_t bytes, int reps) {
-  std::vector<char> s(bytes, 1), store;
-  char* const d = darray_bench::unaliased(store, bytes, s.data());
-  return time_it(reps, [&] { std::memcpy(d, s.data(), bytes); });
-}
+// memcpy of `bytes` into a buffer that does not 4K-alias the source.
+struct PlainCopy {
+  std::vector<char> src, store;
+  char* dst = nullptr;
+  std::function<void()> call;
+  explicit PlainCopy(std::size_t bytes) : src(bytes, 1) {
+    dst = darray_bench::unaliased(store, bytes, src.data());
+    call = [this] { std::memcpy(dst, src.data(), src.size()); };
+  }
+};
 
 #if defined(DARRAY_BENCH_HAS_FFTW_MPI)
 // FFTW-MPI's transpose of an n0 x n1 matrix of `howmany`-double elements, distributed by rows.
@@ -197,14 +209,21 @@ Row run_pattern(const std::string& name, const Shape& shape, const NamedSharding
   Row r;
   r.pattern = name;
   r.mib = static_cast<double>(volume(shape)) * 8 / (1 << 20);
-  r.t = time_it(reps, [&] { execute(*plan, a, b); });
-  r.t_alloc = time_it(reps, [&] { b = reshard(a, to); });
+  // The kept and allocating calls and the baselines of the same bytes in turns (bench/support/time_calls.hpp), so a
+  // drift of a shared machine hits each alike: each repetition one call or a loop of --calls.
+  PackedAlltoall packed(local);
+  PlainCopy copy(local);
+  std::vector<std::function<void()>> forms{[&] { execute(*plan, a, b); }, [&] { b = reshard(a, to); }, copy.call};
+  if (packed.call) forms.push_back(packed.call);
+  const std::vector<darray_bench::Stats> t = darray_bench::time_calls_in_turns(reps, calls_per_rep, forms);
+  r.t = t[0].min;
+  r.t_alloc = t[1].min;
+  r.memcpy_t = t[2].min;
+  r.alltoall = packed.call ? t[3].min : 0;
   r.staging = static_cast<double>(detail::MoveEngine::last_staging_bytes());
   r.local_bytes = static_cast<double>(local);
-  r.alltoall = alltoall_time(local, reps);
   r.alltoallw = alltoallw_t;
   r.fftw = fftw_t;
-  r.memcpy_t = memcpy_time(local, reps);
   return r;
 }
 
@@ -237,7 +256,9 @@ void plan_scaling(int reps) {
     int peers = 0;
     for (int k = 0; k < reps; ++k) {
       auto t0 = std::chrono::steady_clock::now();
-      std::vector<Device> table = make_device_table(std::vector<int>(static_cast<std::size_t>(side) * side, 1));
+      // The per-process counts as the runtime holds them after its allgather (advised storage, 4 MiB here).
+      std::vector<Device> table =
+          make_device_table(darray::detail::filled_advised(static_cast<std::size_t>(side) * side, 1));
       t_table.push_back(ms_since(t0));
       t0 = std::chrono::steady_clock::now();
       std::vector<Device> copy = darray::detail::copy_advised(table);

@@ -2,6 +2,7 @@
 // the kernel records the advice on exactly that part, and that advised memory keeps what is written to it.
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <cstdlib>
@@ -67,6 +68,60 @@ TEST_CASE("copy_advised copies every element") {
   CHECK(darray::detail::copy_advised(v) == v);
   CHECK(darray::detail::copy_advised(std::vector<int>{}).empty());
   CHECK(darray::detail::copy_advised(std::vector<int>{1, 2}) == std::vector<int>{1, 2});
+}
+
+TEST_CASE("populate_pages faults in a range's whole pages and keeps what they hold") {
+  const std::size_t page = 4096, bytes = 16 * page;
+  void* m = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  REQUIRE(m != MAP_FAILED);
+  char* p = static_cast<char*>(m);
+  p[5 * page + 17] = 42;  // one page written before
+  std::vector<unsigned char> resident(16);
+  REQUIRE(::mincore(m, bytes, resident.data()) == 0);
+  CHECK(!(resident[3] & 1));  // untouched: not resident yet
+  // From the middle of page 2 to the middle of page 12: pages 3..11 are whole, 2 and 12 partial.
+  const bool populated = darray::detail::populate_pages(p + 2 * page + 100, 10 * page);
+#if defined(MADV_POPULATE_WRITE)
+  if (populated) {
+    REQUIRE(::mincore(m, bytes, resident.data()) == 0);
+    for (int i = 3; i <= 11; ++i) CHECK((resident[static_cast<std::size_t>(i)] & 1));
+    CHECK(!(resident[2] & 1));
+    CHECK(!(resident[12] & 1));
+  }
+#endif
+  (void)populated;
+  CHECK(p[5 * page + 17] == 42);
+  CHECK(p[7 * page] == 0);
+  CHECK(!darray::detail::populate_pages(p + 100, page));  // no whole page: nothing
+  ::munmap(m, bytes);
+}
+
+TEST_CASE("filled_advised: a large vector's storage is advised before it is written, and holds the value") {
+  const auto saved = darray::detail::getenv_opt("DARRAY_HUGE_PAGES");
+  ::unsetenv("DARRAY_HUGE_PAGES");
+  // 3 huge pages of ints: the runtime's per-process counts at a few million processes.
+  const std::size_t n = 3 * huge_page_bytes / sizeof(int);
+  const std::vector<int> v = darray::detail::filled_advised(n, 7);
+  REQUIRE(v.size() == n);
+  CHECK(std::count(v.begin(), v.end(), 7) == static_cast<std::ptrdiff_t>(n));
+  const darray::detail::HugePageSpan span = huge_page_span(v.data(), n * sizeof(int));
+  REQUIRE(span.bytes >= huge_page_bytes);
+  if (darray::testing::kernel_has_huge_pages()) {
+    const auto inner = darray::testing::mapping_flags(reinterpret_cast<void*>(span.begin));
+    REQUIRE(inner.found);
+    CHECK(inner.huge_advised);
+  }
+  CHECK(darray::detail::filled_advised<int>(0, 1).empty());
+  CHECK(darray::detail::filled_advised<int>(3, 1) == std::vector<int>{1, 1, 1});
+  // reserve_advised keeps what a vector holds, and advises only the room it adds.
+  std::vector<int> w{4, 5};
+  darray::detail::reserve_advised(w, n);
+  CHECK(w.capacity() >= n);
+  CHECK(w == std::vector<int>{4, 5});
+  if (saved)
+    ::setenv("DARRAY_HUGE_PAGES", saved->c_str(), 1);
+  else
+    ::unsetenv("DARRAY_HUGE_PAGES");
 }
 
 TEST_CASE("huge_pages_wanted: ranges of a huge page and more, unless DARRAY_HUGE_PAGES=0; a bad value is an error") {

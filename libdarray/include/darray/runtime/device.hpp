@@ -57,9 +57,7 @@ inline std::vector<Device> make_device_table(const std::vector<int>& counts, Dev
   std::size_t total = 0;
   for (int c : counts) total += c > 0 ? static_cast<std::size_t>(c) : 0;
   std::vector<Device> table;
-  const bool advise = detail::huge_pages_wanted(total * sizeof(Device));
-  table.reserve(total);
-  if (advise) detail::advise_huge_pages(table.data(), total * sizeof(Device));
+  detail::reserve_advised(table, total);
   int id = 0;
   for (std::size_t p = 0; p < counts.size(); ++p)
     for (int l = 0; l < counts[p]; ++l)

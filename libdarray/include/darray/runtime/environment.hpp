@@ -289,9 +289,11 @@ class Environment {
     s.device_kind = setup.kind;
     s.host_device_count = setup.device_count;
 
-    std::vector<int> counts(static_cast<std::size_t>(s.size));
+    // One int per process each (4 MiB at a million processes): advised storage, as the device table's (the variable
+    // was checked above, on every process alike, so asking cannot throw here between two collectives).
+    std::vector<int> counts = detail::filled_advised(static_cast<std::size_t>(s.size), 0);
     DARRAY_MPI_CHECK(MPI_Allgather(&setup.device_count, 1, MPI_INT, counts.data(), 1, MPI_INT, s.comm));
-    std::vector<int> ordinals(static_cast<std::size_t>(s.size));
+    std::vector<int> ordinals = detail::filled_advised(static_cast<std::size_t>(s.size), 0);
     DARRAY_MPI_CHECK(MPI_Allgather(&setup.gpu_ordinal, 1, MPI_INT, ordinals.data(), 1, MPI_INT, s.comm));
     s.devices = make_device_table(counts, setup.kind);
     for (Device& d : s.devices) {

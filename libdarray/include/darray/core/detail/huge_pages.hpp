@@ -57,14 +57,56 @@ inline bool advise_huge_pages(void* p, std::size_t bytes) noexcept {
 #endif
 }
 
+// Fault in the whole 4 KiB pages of a host range in one system call (madvise(MADV_POPULATE_WRITE), Linux 5.14 and
+// later) instead of one fault per page at first touch: what is left of a large vector's storage around its huge
+// pages (up to 2 MiB at each end) costs about half. The contents are untouched, and so is memory outside the range's
+// whole pages; the thread that calls it places the pages (NUMA), so only storage its caller writes next is populated.
+// False where the kernel lacks it (the pages then fault as before).
+inline bool populate_pages(void* p, std::size_t bytes) noexcept {
+#if defined(__linux__) && defined(MADV_POPULATE_WRITE)
+  constexpr std::uintptr_t page = 4096;
+  const auto a = reinterpret_cast<std::uintptr_t>(p);
+  if (a > UINTPTR_MAX - bytes) return false;
+  const std::uintptr_t begin = (a + page - 1) & ~(page - 1), end = (a + bytes) & ~(page - 1);
+  if (end <= begin) return false;
+  return ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE) == 0;
+#else
+  (void)p;
+  (void)bytes;
+  return false;
+#endif
+}
+
+// Room for n elements in `v`, its storage advised before anything is written to it where it can hold a huge page, and
+// then populated: how the project asks for a large host vector its caller fills next (the device table, the
+// runtime's per-process counts, their copies).
+template <class T>
+void reserve_advised(std::vector<T>& v, std::size_t n) {
+  const bool advise = huge_pages_wanted(n * sizeof(T));  // may throw: before anything is allocated
+  v.reserve(n);
+  if (!advise || n <= v.size()) return;
+  void* const room = v.data() + v.size();
+  const std::size_t bytes = (n - v.size()) * sizeof(T);
+  advise_huge_pages(room, bytes);
+  populate_pages(room, bytes);  // huge pages where advised, the ends' 4 KiB pages in the same call
+}
+
+// n copies of `value` in advised storage: a process table of a million processes is 4 MiB per int column, whose
+// 4 KiB pages would otherwise cost a fault each (about 10 ms under a hypervisor).
+template <class T>
+std::vector<T> filled_advised(std::size_t n, const T& value) {
+  std::vector<T> out;
+  reserve_advised(out, n);
+  out.assign(n, value);
+  return out;
+}
+
 // A copy of `v` whose storage is advised before it is written: what a large table (the device table of a
 // million-device job: 20 MiB) pays for its copy is then mostly the copy, not the page faults.
 template <class T>
 std::vector<T> copy_advised(const std::vector<T>& v) {
-  const bool advise = huge_pages_wanted(v.size() * sizeof(T));
   std::vector<T> out;
-  out.reserve(v.size());
-  if (advise) advise_huge_pages(out.data(), v.size() * sizeof(T));
+  reserve_advised(out, v.size());
   out.insert(out.end(), v.begin(), v.end());
   return out;
 }
