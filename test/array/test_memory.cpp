@@ -1,7 +1,12 @@
 // The shard memory cache: freed shards are handed out again without a system allocation, views outlive their
 // arrays, the limit is honoured, release_cached_memory() empties it, and DARRAY_CACHE_BYTES=0 turns it off
 // (the [cache_off] cases run under that setting only).
+#include <malloc.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -539,6 +544,40 @@ TEST_CASE("a large host block from the system is advised to huge pages before it
     REQUIRE(m.found);
     CHECK(m.huge_advised);
   }
+  std::memset(buf.data(), 7, bytes);
+  CHECK(buf.data()[bytes - 1] == 7);
+}
+
+TEST_CASE("a large host block from the system is fresh memory, not pages malloc recycled") {
+  // Memory the C library got back keeps the 4 KiB pages it was touched with, and advice no longer changes them: a
+  // block in such memory would run on 4 KiB pages (the FFT's measuring planner frees large scratch blocks just before
+  // the transforms' arrays are made). Leave some behind for certain: glibc's heap serves every allocation under 32 MiB
+  // and keeps what is freed, then a 30 MiB block is touched and freed.
+  release_cached_memory();
+  REQUIRE(::mallopt(M_MMAP_THRESHOLD, 32 << 20) == 1);
+  REQUIRE(::mallopt(M_TRIM_THRESHOLD, 256 << 20) == 1);
+  const std::size_t bytes = std::size_t(24) << 20, seed_bytes = std::size_t(30) << 20;
+  auto* seed = static_cast<char*>(std::malloc(seed_bytes));
+  REQUIRE(seed != nullptr);
+  for (std::size_t i = 0; i < seed_bytes; i += 4096) static_cast<volatile char*>(seed)[i] = 1;  // kept by the compiler
+  std::free(seed);
+  auto buf = detail::cached_buffer<Kokkos::HostSpace>(bytes);
+  ::mallopt(M_MMAP_THRESHOLD, 128 << 10);  // glibc's defaults (fixed from now on)
+  ::mallopt(M_TRIM_THRESHOLD, 128 << 10);
+  REQUIRE(memory_stats<Kokkos::HostSpace>().allocations_from_system >= 1);
+  // None of its pages is there before it is first touched, but those of the 2 MiB page the block's header lies in
+  // (written when the block was made: one huge page where the kernel has them): mincore of the pages past it.
+  const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const std::uintptr_t begin =
+      (reinterpret_cast<std::uintptr_t>(buf.data()) + detail::huge_page_bytes + page - 1) & ~(page - 1);
+  const std::size_t span = bytes - 2 * detail::huge_page_bytes;
+  std::vector<unsigned char> resident((span + page - 1) / page);
+  REQUIRE(::mincore(reinterpret_cast<void*>(begin), span, resident.data()) == 0);
+  std::size_t there = 0;
+  for (unsigned char r : resident) there += r & 1;
+  CHECK(there == 0);
+  if (darray::testing::kernel_has_huge_pages())
+    CHECK(darray::testing::mapping_flags(buf.data() + bytes / 2).huge_advised);
   std::memset(buf.data(), 7, bytes);
   CHECK(buf.data()[bytes - 1] == 7);
 }

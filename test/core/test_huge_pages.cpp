@@ -96,6 +96,32 @@ TEST_CASE("populate_pages faults in a range's whole pages and keeps what they ho
   ::munmap(m, bytes);
 }
 
+TEST_CASE("map_block: fresh memory at a 2 MiB boundary, advised, untouched until written, gone when unmapped") {
+  const std::size_t bytes = 5 * huge_page_bytes + 12345;
+  void* p = darray::detail::map_block(bytes, /*advise=*/true);
+  REQUIRE(p != nullptr);
+  CHECK(reinterpret_cast<std::uintptr_t>(p) % huge_page_bytes == 0);
+  const std::size_t len = darray::detail::mapped_block_bytes(bytes);
+  CHECK(len >= bytes);
+  std::vector<unsigned char> resident(len / 4096);
+  REQUIRE(::mincore(p, len, resident.data()) == 0);
+  CHECK(std::count_if(resident.begin(), resident.end(), [](unsigned char r) { return (r & 1) != 0; }) == 0);
+  if (darray::testing::kernel_has_huge_pages()) {
+    const auto m = darray::testing::mapping_flags(p);
+    REQUIRE(m.found);
+    CHECK(m.huge_advised);
+  }
+  auto* c = static_cast<char*>(p);
+  std::memset(c, 3, bytes);
+  CHECK(c[0] == 3);
+  CHECK(c[bytes - 1] == 3);
+  darray::detail::unmap_block(p, bytes);
+  CHECK(::mincore(p, 4096, resident.data()) == -1);  // no longer mapped (ENOMEM)
+  void* plain = darray::detail::map_block(huge_page_bytes, /*advise=*/false);
+  if (darray::testing::kernel_has_huge_pages()) CHECK(!darray::testing::mapping_flags(plain).huge_advised);
+  darray::detail::unmap_block(plain, huge_page_bytes);
+}
+
 TEST_CASE("filled_advised: a large vector's storage is advised before it is written, and holds the value") {
   const auto saved = darray::detail::getenv_opt("DARRAY_HUGE_PAGES");
   ::unsetenv("DARRAY_HUGE_PAGES");

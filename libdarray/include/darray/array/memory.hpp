@@ -20,7 +20,8 @@
 //   blocks releases them and tries once more.
 // - A host block taken from the system is advised to transparent huge pages before it is first touched (its whole
 //   2 MiB pages; a hint the kernel may ignore): one page fault and one TLB entry per 2 MiB instead of 512.
-//   DARRAY_HUGE_PAGES=0 turns this off.
+//   DARRAY_HUGE_PAGES=0 turns this off. Blocks of 2 MiB and more are mapped fresh from the kernel (mmap), not taken
+//   from malloc, so Kokkos' profiling tools do not see them as allocations.
 // - NUMA hosts: a reused block keeps the pages where they were first touched, i.e. where the array that held them
 //   before was first written. Processes bound to one NUMA domain (mpirun --bind-to core|numa) are unaffected; an
 //   application that places pages by a parallel first touch from several domains in one process should set

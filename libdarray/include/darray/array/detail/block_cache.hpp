@@ -351,13 +351,17 @@ class BlockCache {
     }
   }
 
-  // A fresh block from the system. On the host, a large block's interior is advised to huge pages before anything
-  // touches it: one page fault per 2 MiB instead of 512 (core/detail/huge_pages.hpp).
+  // A fresh block from the system. On the host, a block of 2 MiB and more is mapped from the kernel at a 2 MiB
+  // boundary and advised to huge pages before anything touches it: one page fault per 2 MiB instead of 512
+  // (core/detail/huge_pages.hpp). Not from malloc: memory it recycled keeps the 4 KiB pages it was touched with (the
+  // FFT's measuring planner frees its scratch blocks just before the transforms' arrays are made: bench/README,
+  // "Fresh blocks for the cache"). Smaller blocks, and other spaces, come from the memory space as before.
+  static constexpr bool mapped(std::size_t bytes) {
+    return std::is_same<MemorySpace, Kokkos::HostSpace>::value && bytes >= huge_page_bytes;
+  }
   static void* allocate_fresh(std::size_t bytes) {
-    const bool advise = std::is_same<MemorySpace, Kokkos::HostSpace>::value && huge_pages_wanted(bytes);
-    void* base = MemorySpace().allocate("darray::cache", bytes);
-    if (advise) advise_huge_pages(base, bytes);
-    return base;
+    if (mapped(bytes)) return map_block(bytes, huge_pages_wanted(bytes));
+    return MemorySpace().allocate("darray::cache", bytes);
   }
 
   void* system_allocate(std::size_t bytes) {
@@ -378,7 +382,11 @@ class BlockCache {
 
   static void system_free_one(const CachedBlock& b) noexcept {
     try {
-      MemorySpace().deallocate("darray::cache", static_cast<char*>(b.data) - sizeof(Header), b.bytes + sizeof(Header));
+      void* const base = static_cast<char*>(b.data) - sizeof(Header);
+      if (mapped(b.bytes + sizeof(Header)))
+        unmap_block(base, b.bytes + sizeof(Header));
+      else
+        MemorySpace().deallocate("darray::cache", base, b.bytes + sizeof(Header));
     } catch (...) {
       // A failed free (a GPU already torn down) loses the block; it cannot be reported from here.
     }

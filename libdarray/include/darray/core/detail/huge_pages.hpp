@@ -10,12 +10,15 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <new>
 #include <vector>
 
 #include "darray/core/env_vars.hpp"
 
 #if defined(__linux__)
 #include <sys/mman.h>
+#include <unistd.h>
 #endif
 
 namespace darray {
@@ -54,6 +57,44 @@ inline bool advise_huge_pages(void* p, std::size_t bytes) noexcept {
   (void)p;
   (void)bytes;
   return false;
+#endif
+}
+
+// Host memory for a block of `bytes` (at least huge_page_bytes) mapped fresh from the kernel at a 2 MiB boundary, its
+// whole pages advised to huge pages where `advise`. malloc would hand back memory it has recycled, whose pages are
+// already there as 4 KiB pages, which no advice changes any more. std::bad_alloc where the kernel has no room.
+inline std::size_t mapped_block_bytes(std::size_t bytes) noexcept {
+#if defined(__linux__)
+  static const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+#else
+  constexpr std::size_t page = 4096;
+#endif
+  return (bytes + page - 1) / page * page;
+}
+inline void* map_block(std::size_t bytes, bool advise) {
+#if defined(__linux__)
+  const std::size_t len = mapped_block_bytes(bytes), extra = huge_page_bytes;
+  void* raw = ::mmap(nullptr, len + extra, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED) throw std::bad_alloc();
+  const auto a = reinterpret_cast<std::uintptr_t>(raw);
+  const std::uintptr_t b = (a + huge_page_bytes - 1) & ~(std::uintptr_t(huge_page_bytes) - 1);
+  if (b > a) ::munmap(raw, b - a);
+  if (a + len + extra > b + len) ::munmap(reinterpret_cast<void*>(b + len), a + len + extra - (b + len));
+  if (advise) advise_huge_pages(reinterpret_cast<void*>(b), len);
+  return reinterpret_cast<void*>(b);
+#else
+  (void)advise;
+  void* p = std::malloc(bytes);
+  if (p == nullptr) throw std::bad_alloc();
+  return p;
+#endif
+}
+inline void unmap_block(void* p, std::size_t bytes) noexcept {
+#if defined(__linux__)
+  ::munmap(p, mapped_block_bytes(bytes));
+#else
+  (void)bytes;
+  std::free(p);
 #endif
 }
 
