@@ -87,7 +87,9 @@ void print_row(const Row& r) {
 struct PackedAlltoall {
   std::vector<char> send, store;
   char* recv = nullptr;
-  std::function<void()> call;
+  std::function<void()> call;  // holds `this`: the struct stays where it was made
+  PackedAlltoall(const PackedAlltoall&) = delete;
+  PackedAlltoall& operator=(const PackedAlltoall&) = delete;
   explicit PackedAlltoall(std::size_t bytes) {
     const int np = process_count();
     const std::size_t per = bytes / static_cast<std::size_t>(np);
@@ -171,7 +173,9 @@ double alltoallw_pencil(int64_t x, int64_t y, int64_t z, int reps) {
 struct PlainCopy {
   std::vector<char> src, store;
   char* dst = nullptr;
-  std::function<void()> call;
+  std::function<void()> call;  // holds `this`: the struct stays where it was made
+  PlainCopy(const PlainCopy&) = delete;
+  PlainCopy& operator=(const PlainCopy&) = delete;
   explicit PlainCopy(std::size_t bytes) : src(bytes, 1) {
     dst = darray_bench::unaliased(store, bytes, src.data());
     call = [this] { std::memcpy(dst, src.data(), src.size()); };
