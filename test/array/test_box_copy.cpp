@@ -279,6 +279,64 @@ TEST_CASE("strided_copy_host and for_each_run visit exactly the region of any st
   }
 }
 
+TEST_CASE("copy_rows_interleaved copies each member as strided_copy_host would, plain or streaming") {
+  // Blocked transposes: a rows x cols source cut into column blocks (one member each, taken in shuffled order), each
+  // written to one of several destination buffers at its own offset and row stride; some row lengths odd, some rows
+  // empty of members' neighbours (padding between them).
+  using darray::detail::CopyGeometry;
+  using darray::detail::RowMember;
+  std::mt19937_64 rng(17);
+  for (int trial = 0; trial < 200; ++trial) {
+    const int64_t rows = 1 + static_cast<int64_t>(rng() % 9), width = 1 + static_cast<int64_t>(rng() % 40);
+    const int members = 1 + static_cast<int>(rng() % 6), buffers = 1 + static_cast<int>(rng() % 3);
+    const int64_t cols = members * width + static_cast<int64_t>(rng() % 3);
+    const int64_t dst_stride = width + static_cast<int64_t>(rng() % 3);
+    std::vector<double> src(static_cast<std::size_t>(rows * cols + 5));
+    std::iota(src.begin(), src.end(), 1.0);
+    const int64_t src_start = static_cast<int64_t>(rng() % 5);
+    CopyGeometry shape;
+    shape.rank = 2;
+    shape.extent[0] = rows;
+    shape.extent[1] = width;
+    shape.src_stride[0] = cols;
+    shape.dst_stride[0] = dst_stride;
+    shape.src_stride[1] = shape.dst_stride[1] = 1;
+    std::vector<RowMember> list;
+    std::vector<int64_t> used(static_cast<std::size_t>(buffers), 0);
+    for (int m = 0; m < members; ++m) {
+      const int b = static_cast<int>(rng() % static_cast<unsigned>(buffers));
+      const int64_t at = used[static_cast<std::size_t>(b)] + static_cast<int64_t>(rng() % 4);
+      used[static_cast<std::size_t>(b)] = at + rows * dst_stride;
+      list.push_back(RowMember{b, src_start + m * width, at});
+    }
+    std::shuffle(list.begin(), list.end(), rng);
+    std::vector<std::vector<double>> want(static_cast<std::size_t>(buffers));
+    for (int b = 0; b < buffers; ++b) {
+      want[static_cast<std::size_t>(b)].resize(static_cast<std::size_t>(used[static_cast<std::size_t>(b)] + 3));
+      std::iota(want[static_cast<std::size_t>(b)].begin(), want[static_cast<std::size_t>(b)].end(), -1e6 * (b + 1));
+    }
+    for (const bool streaming : {false, true}) {
+      std::vector<std::vector<double>> got = want;
+      std::vector<double*> dst;
+      for (auto& v : got) dst.push_back(v.data());
+      darray::detail::copy_rows_interleaved(src.data(), shape, list.data(), list.data() + list.size(), dst, streaming);
+      darray::detail::stream_fence();
+      std::vector<std::vector<double>> expected = want;
+      for (const RowMember& m : list) {
+        CopyGeometry g = shape;
+        g.src_offset = m.src_offset;
+        g.dst_offset = m.dst_offset;
+        darray::detail::strided_copy_host<double>(src.data(), expected[static_cast<std::size_t>(m.dst)].data(),
+                                                  darray::detail::simplify(g), false);
+      }
+      INFO("trial " << trial << " rows " << rows << " width " << width << " members " << members << " streaming "
+                    << streaming);
+      REQUIRE(got == expected);
+      REQUIRE(got != want);  // every trial moves something
+    }
+  }
+}
+
 TEST_CASE("contiguous_offset finds regions that are one range of their box") {
   const Index box{Slice{10, 20}, Slice{0, 8}, Slice{3, 7}};
   REQUIRE(contiguous_offset(box, box) == int64_t{0});
