@@ -1,6 +1,7 @@
 // The huge-page advice for large host allocations (core/detail/huge_pages.hpp): which part of a range is advised, that
 // the kernel records the advice on exactly that part, and that advised memory keeps what is written to it.
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <catch2/catch.hpp>
@@ -32,6 +33,29 @@ TEST_CASE("huge_page_span is the whole aligned 2 MiB pages inside a range") {
   CHECK(huge_page_span(at(UINTPTR_MAX - H), 2 * H).bytes == 0);  // would wrap: nothing
 }
 
+TEST_CASE("host_page_bytes, align_up, align_down and page_span agree with the kernel's page size") {
+  const std::size_t page = darray::detail::host_page_bytes();
+  CHECK(page == static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)));
+  CHECK((page & (page - 1)) == 0);
+  using darray::detail::align_down;
+  using darray::detail::align_up;
+  CHECK(align_up(0, page) == 0);
+  CHECK(align_up(1, page) == page);
+  CHECK(align_up(page, page) == page);
+  CHECK(align_up(page + 1, 64) == page + 64);
+  CHECK(align_down(2 * page - 1, page) == page);
+  CHECK(align_down(2 * page, page) == 2 * page);
+  const std::uintptr_t P = page;
+  CHECK(darray::detail::page_span(at(3 * P + 5), 4 * P, page).begin == 4 * P);  // 3 whole pages of 4
+  CHECK(darray::detail::page_span(at(3 * P + 5), 4 * P, page).bytes == 3 * P);
+  CHECK(darray::detail::page_span(at(3 * P), 4 * P, page).bytes == 4 * P);
+  CHECK(darray::detail::page_span(at(3 * P + 1), P, page).bytes == 0);  // straddles a boundary, holds no page
+  CHECK(darray::detail::page_span(at(UINTPTR_MAX - P), 2 * P, page).bytes == 0);
+  CHECK(darray::detail::mapped_block_bytes(1) == page);
+  CHECK(darray::detail::mapped_block_bytes(page) == page);
+  CHECK(darray::detail::mapped_block_bytes(page + 1) == 2 * page);
+}
+
 TEST_CASE("advise_huge_pages marks exactly the aligned interior, and the memory stays usable") {
   const std::size_t H = huge_page_bytes, bytes = 5 * H;
   void* m = ::mmap(nullptr, bytes + 2 * H, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -39,7 +63,7 @@ TEST_CASE("advise_huge_pages marks exactly the aligned interior, and the memory 
   // A range that starts 12 KiB past a 2 MiB boundary: its first and last partial pages stay unadvised.
   char* base = static_cast<char*>(m);
   char* p = base + (H - reinterpret_cast<std::uintptr_t>(base) % H) + 3 * 4096;
-  const darray::detail::HugePageSpan span = huge_page_span(p, bytes);
+  const darray::detail::PageSpan span = huge_page_span(p, bytes);
   REQUIRE(span.bytes == 4 * H);
   const bool advised = darray::detail::advise_huge_pages(p, bytes);
   if (darray::testing::kernel_has_huge_pages()) {
@@ -71,7 +95,7 @@ TEST_CASE("copy_advised copies every element") {
 }
 
 TEST_CASE("populate_pages faults in a range's whole pages and keeps what they hold") {
-  const std::size_t page = 4096, bytes = 16 * page;
+  const std::size_t page = darray::detail::host_page_bytes(), bytes = 16 * page;
   void* m = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   REQUIRE(m != MAP_FAILED);
   char* p = static_cast<char*>(m);
@@ -103,7 +127,7 @@ TEST_CASE("map_block: fresh memory at a 2 MiB boundary, advised, untouched until
   CHECK(reinterpret_cast<std::uintptr_t>(p) % huge_page_bytes == 0);
   const std::size_t len = darray::detail::mapped_block_bytes(bytes);
   CHECK(len >= bytes);
-  std::vector<unsigned char> resident(len / 4096);
+  std::vector<unsigned char> resident(len / darray::detail::host_page_bytes());
   REQUIRE(::mincore(p, len, resident.data()) == 0);
   CHECK(std::count_if(resident.begin(), resident.end(), [](unsigned char r) { return (r & 1) != 0; }) == 0);
   if (darray::testing::kernel_has_huge_pages()) {
@@ -116,7 +140,7 @@ TEST_CASE("map_block: fresh memory at a 2 MiB boundary, advised, untouched until
   CHECK(c[0] == 3);
   CHECK(c[bytes - 1] == 3);
   darray::detail::unmap_block(p, bytes);
-  CHECK(::mincore(p, 4096, resident.data()) == -1);  // no longer mapped (ENOMEM)
+  CHECK(::mincore(p, darray::detail::host_page_bytes(), resident.data()) == -1);  // no longer mapped (ENOMEM)
   void* plain = darray::detail::map_block(huge_page_bytes, /*advise=*/false);
   if (darray::testing::kernel_has_huge_pages()) CHECK(!darray::testing::mapping_flags(plain).huge_advised);
   darray::detail::unmap_block(plain, huge_page_bytes);
@@ -130,7 +154,7 @@ TEST_CASE("filled_advised: a large vector's storage is advised before it is writ
   const std::vector<int> v = darray::detail::filled_advised(n, 7);
   REQUIRE(v.size() == n);
   CHECK(std::count(v.begin(), v.end(), 7) == static_cast<std::ptrdiff_t>(n));
-  const darray::detail::HugePageSpan span = huge_page_span(v.data(), n * sizeof(int));
+  const darray::detail::PageSpan span = huge_page_span(v.data(), n * sizeof(int));
   REQUIRE(span.bytes >= huge_page_bytes);
   if (darray::testing::kernel_has_huge_pages()) {
     const auto inner = darray::testing::mapping_flags(reinterpret_cast<void*>(span.begin));

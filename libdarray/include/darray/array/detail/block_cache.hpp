@@ -49,8 +49,8 @@ inline std::size_t cache_size_class(std::size_t bytes) {
 }
 
 inline std::size_t physical_host_memory_bytes() {
-  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
-  return pages > 0 && page > 0 ? static_cast<std::size_t>(pages) * static_cast<std::size_t>(page) : 0;
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  return pages > 0 ? static_cast<std::size_t>(pages) * host_page_bytes() : 0;
 }
 
 // The memory of MemorySpace this process may count on: the GPU's for device memory (one GPU per process), else the

@@ -26,18 +26,44 @@ namespace detail {
 
 constexpr std::size_t huge_page_bytes = std::size_t(2) << 20;
 
-// The part of [p, p + bytes) made of whole 2 MiB-aligned pages: {begin, length}, length 0 where there is none.
-struct HugePageSpan {
+// The host's page size: what the kernel maps and advises in. Read once; 4 KiB where the system cannot tell.
+inline std::size_t host_page_bytes() noexcept {
+#if defined(__linux__)
+  static const std::size_t page = [] {
+    const long p = ::sysconf(_SC_PAGESIZE);
+    return p > 0 ? static_cast<std::size_t>(p) : std::size_t(4096);
+  }();
+  return page;
+#else
+  return 4096;
+#endif
+}
+
+// a rounded up and down to a multiple of `align`, a power of two (rounding up must not pass the type's top).
+inline std::uintptr_t align_up(std::uintptr_t a, std::size_t align) noexcept {
+  return (a + align - 1) & ~(std::uintptr_t(align) - 1);
+}
+inline std::uintptr_t align_down(std::uintptr_t a, std::size_t align) noexcept {
+  return a & ~(std::uintptr_t(align) - 1);
+}
+
+// The part of [p, p + bytes) made of whole `align`-aligned pages (align a power of two): {begin, length}, length 0
+// where there is none or the range passes the top of the address space.
+struct PageSpan {
   std::uintptr_t begin = 0;
   std::size_t bytes = 0;
 };
-inline HugePageSpan huge_page_span(const void* p, std::size_t bytes) noexcept {
+inline PageSpan page_span(const void* p, std::size_t bytes, std::size_t align) noexcept {
   const auto a = reinterpret_cast<std::uintptr_t>(p);
-  if (bytes < huge_page_bytes || a > UINTPTR_MAX - bytes) return {};
-  const std::uintptr_t begin = (a + huge_page_bytes - 1) & ~(std::uintptr_t(huge_page_bytes) - 1);
-  const std::uintptr_t end = (a + bytes) & ~(std::uintptr_t(huge_page_bytes) - 1);
+  if (bytes < align || a > UINTPTR_MAX - bytes) return {};  // bytes >= align: align_up cannot wrap either
+  const std::uintptr_t begin = align_up(a, align), end = align_down(a + bytes, align);
   if (end <= begin) return {};
   return {begin, static_cast<std::size_t>(end - begin)};
+}
+
+// The whole 2 MiB-aligned pages of a range: what can be advised to huge pages.
+inline PageSpan huge_page_span(const void* p, std::size_t bytes) noexcept {
+  return page_span(p, bytes, huge_page_bytes);
 }
 
 // Whether a host range of `bytes` is to be advised: it can hold a huge page and DARRAY_HUGE_PAGES is not 0. Read per
@@ -50,7 +76,7 @@ inline bool huge_pages_wanted(std::size_t bytes) { return bytes >= huge_page_byt
 // is left as it was either way: this is a hint, never an error).
 inline bool advise_huge_pages(void* p, std::size_t bytes) noexcept {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
-  const HugePageSpan span = huge_page_span(p, bytes);
+  const PageSpan span = huge_page_span(p, bytes);
   if (span.bytes == 0) return false;
   return ::madvise(reinterpret_cast<void*>(span.begin), span.bytes, MADV_HUGEPAGE) == 0;
 #else
@@ -64,12 +90,7 @@ inline bool advise_huge_pages(void* p, std::size_t bytes) noexcept {
 // whole pages advised to huge pages where `advise`. malloc would hand back memory it has recycled, whose pages are
 // already there as 4 KiB pages, which no advice changes any more. std::bad_alloc where the kernel has no room.
 inline std::size_t mapped_block_bytes(std::size_t bytes) noexcept {
-#if defined(__linux__)
-  static const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-#else
-  constexpr std::size_t page = 4096;
-#endif
-  return (bytes + page - 1) / page * page;
+  return static_cast<std::size_t>(align_up(bytes, host_page_bytes()));
 }
 inline void* map_block(std::size_t bytes, bool advise) {
 #if defined(__linux__)
@@ -77,7 +98,7 @@ inline void* map_block(std::size_t bytes, bool advise) {
   void* raw = ::mmap(nullptr, len + extra, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (raw == MAP_FAILED) throw std::bad_alloc();
   const auto a = reinterpret_cast<std::uintptr_t>(raw);
-  const std::uintptr_t b = (a + huge_page_bytes - 1) & ~(std::uintptr_t(huge_page_bytes) - 1);
+  const std::uintptr_t b = align_up(a, huge_page_bytes);
   if (b > a) ::munmap(raw, b - a);
   if (a + len + extra > b + len) ::munmap(reinterpret_cast<void*>(b + len), a + len + extra - (b + len));
   if (advise) advise_huge_pages(reinterpret_cast<void*>(b), len);
@@ -105,12 +126,9 @@ inline void unmap_block(void* p, std::size_t bytes) noexcept {
 // False where the kernel lacks it (the pages then fault as before).
 inline bool populate_pages(void* p, std::size_t bytes) noexcept {
 #if defined(__linux__) && defined(MADV_POPULATE_WRITE)
-  constexpr std::uintptr_t page = 4096;
-  const auto a = reinterpret_cast<std::uintptr_t>(p);
-  if (a > UINTPTR_MAX - bytes) return false;
-  const std::uintptr_t begin = (a + page - 1) & ~(page - 1), end = (a + bytes) & ~(page - 1);
-  if (end <= begin) return false;
-  return ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE) == 0;
+  const PageSpan span = page_span(p, bytes, host_page_bytes());
+  if (span.bytes == 0) return false;
+  return ::madvise(reinterpret_cast<void*>(span.begin), span.bytes, MADV_POPULATE_WRITE) == 0;
 #else
   (void)p;
   (void)bytes;
