@@ -87,6 +87,30 @@ TEST_CASE("devices print as JAX prints them") {
   CHECK(table[4].id == 4);
 }
 
+TEST_CASE("make_device_table: dense process-major ids, local indices, GPU ordinals; no device for counts <= 0") {
+  using darray::Device;
+  using darray::DeviceKind;
+  const std::vector<Device> cpu = darray::make_device_table({2, 0, 3, -1, 1});
+  const std::vector<Device> want_cpu{{0, 0, 0, DeviceKind::cpu, -1}, {1, 0, 1, DeviceKind::cpu, -1},
+                                     {2, 2, 0, DeviceKind::cpu, -1}, {3, 2, 1, DeviceKind::cpu, -1},
+                                     {4, 2, 2, DeviceKind::cpu, -1}, {5, 4, 0, DeviceKind::cpu, -1}};
+  CHECK(cpu == want_cpu);
+  const std::vector<Device> gpu = darray::make_device_table({1, 2}, DeviceKind::cuda);
+  const std::vector<Device> want_gpu{
+      {0, 0, 0, DeviceKind::cuda, 0}, {1, 1, 0, DeviceKind::cuda, 0}, {2, 1, 1, DeviceKind::cuda, 1}};
+  CHECK(gpu == want_gpu);
+  CHECK(darray::make_device_table({}).empty());
+  CHECK(darray::make_device_table({0, -3}).empty());
+  // A million processes of one device each (the storage advised to huge pages): id and process index agree.
+  const std::vector<Device> big = darray::make_device_table(std::vector<int>(1 << 20, 1));
+  REQUIRE(big.size() == std::size_t(1) << 20);
+  bool dense = true;
+  for (std::size_t i = 0; i < big.size(); ++i)
+    dense = dense && big[i].id == static_cast<int>(i) && big[i].process_index == static_cast<int>(i) &&
+            big[i].local_index == 0;
+  CHECK(dense);
+}
+
 TEST_CASE("barrier completes on every process") {
   for (int i = 0; i < 3; ++i) darray::barrier();
   REQUIRE(all_ok(true));
