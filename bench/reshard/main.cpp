@@ -245,11 +245,11 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 }
 
 // Offline plan construction for process 12345 of an n x n mesh with one device per process (no MPI involved):
-// the device table, the Mesh (the table moved in, as make_mesh moves in its copy), the two pencil NamedShardings
-// and the x -> y pencil ReshardPlan of a {4096, 4096, 4096} array of 8-byte elements, each timed separately, so the
-// growth with the mesh size shows against the growth of the peer count. "copy" is a copy of the table as
-// darray::devices() makes it for make_mesh (20 MiB at 1,048,576 devices; its storage, like the table's, advised to
-// huge pages first: with 4 KiB pages mostly first-touch faults).
+// the device table, the Mesh (the table moved in; make_mesh builds its mesh over the runtime's table itself, with no
+// copy), the two pencil NamedShardings and the x -> y pencil ReshardPlan of a {4096, 4096, 4096} array of 8-byte
+// elements, each timed separately, so the growth with the mesh size shows against the growth of the peer count.
+// "copy" is a copy of the table as darray::devices() hands one to its caller (20 MiB at 1,048,576 devices; its
+// storage, like the table's, advised to huge pages first: with 4 KiB pages mostly first-touch faults).
 void plan_scaling(int reps) {
   std::printf("\nplan construction, process 12345, pencil x->y of {4096,4096,4096} x 8 B; ms as min / median of %d\n",
               reps);

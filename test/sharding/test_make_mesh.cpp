@@ -45,6 +45,28 @@ TEST_CASE("make_mesh spans every device of the job in id order") {
   REQUIRE(all_ok(ok));
 }
 
+TEST_CASE("make_mesh's meshes hold the job's device table itself, not copies of it") {
+  const int np = darray::process_count(), per = darray::local_device_count();
+  const auto line = darray::make_mesh({darray::device_count()}, {"x"});
+  const auto grid = darray::make_mesh({np, per}, {"proc", "local"});
+  // One table (20 MiB at a million devices) for every mesh make_mesh builds, whatever their shapes.
+  bool ok = line.devices().data() == grid.devices().data();
+  // A mesh over a copy holds its own, and compares equal to make_mesh's by value.
+  const darray::Mesh copied(darray::devices(), {darray::device_count()}, {"x"});
+  ok = ok && copied.devices().data() != line.devices().data() && copied == line && copied.hash() == line.hash();
+  ok = ok && darray::Mesh(darray::devices(), {np, per}, {"proc", "local"}) == grid && !(grid == line);
+  // A bad shape for this job still fails before anything is built, naming the device count.
+  const std::string want = "the job has " + std::to_string(darray::device_count());
+  bool threw = false;
+  try {
+    (void)darray::make_mesh({darray::device_count() + 1}, {"x"});
+  } catch (const InvalidArgument& e) {
+    threw = std::string(e.what()).find(want) != std::string::npos;
+  }
+  ok = ok && threw;
+  REQUIRE(all_ok(ok));
+}
+
 TEST_CASE("addressable_devices_indices_map and is_fully_addressable default to this process") {
   const int np = darray::process_count(), me = darray::process_index(), per = darray::local_device_count();
   const auto grid = darray::make_mesh({np, per}, {"proc", "local"});

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <exception>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -295,11 +296,12 @@ class Environment {
     DARRAY_MPI_CHECK(MPI_Allgather(&setup.device_count, 1, MPI_INT, counts.data(), 1, MPI_INT, s.comm));
     std::vector<int> ordinals = detail::filled_advised(static_cast<std::size_t>(s.size), 0);
     DARRAY_MPI_CHECK(MPI_Allgather(&setup.gpu_ordinal, 1, MPI_INT, ordinals.data(), 1, MPI_INT, s.comm));
-    s.devices = make_device_table(counts, setup.kind);
-    for (Device& d : s.devices) {
+    std::vector<Device> table = make_device_table(counts, setup.kind);
+    for (Device& d : table) {
       d.gpu_ordinal = setup.kind == DeviceKind::cuda ? ordinals[static_cast<std::size_t>(d.process_index)] : -1;
       if (d.process_index == s.rank) s.local_devices.push_back(d);
     }
+    s.devices = std::make_shared<const std::vector<Device>>(std::move(table));
     s.thread = std::this_thread::get_id();
     s.active = true;
     DARRAY_LOG(info, "process " << s.rank << "/" << s.size << " launcher " << to_string(s.launcher.kind)
@@ -314,9 +316,16 @@ class Environment {
 
 inline int process_index() { return detail::active_state("process_index").rank; }
 inline int process_count() { return detail::active_state("process_count").size; }
-inline std::vector<Device> devices() { return detail::copy_advised(detail::active_state("devices").devices); }
+inline std::vector<Device> devices() { return detail::copy_advised(*detail::active_state("devices").devices); }
 inline std::vector<Device> local_devices() { return detail::active_state("local_devices").local_devices; }
-inline int device_count() { return static_cast<int>(detail::active_state("device_count").devices.size()); }
+namespace detail {
+// The job's device table itself, shared rather than copied: what make_mesh builds its mesh over. api: the caller,
+// for the error when no Environment is running.
+inline std::shared_ptr<const std::vector<Device>> shared_device_table(const char* api) {
+  return active_state(api).devices;
+}
+}  // namespace detail
+inline int device_count() { return static_cast<int>(detail::active_state("device_count").devices->size()); }
 inline int local_device_count() {
   return static_cast<int>(detail::active_state("local_device_count").local_devices.size());
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,7 +17,8 @@ namespace darray {
 // A mesh over every device of the job (darray::devices()), in id order: process-major, so a mesh's last axes span
 // the devices of one process first, as jax.make_mesh does on one host.
 inline Mesh make_mesh(std::vector<int64_t> shape, std::vector<std::string> axis_names) {
-  std::vector<Device> all = devices();
+  std::shared_ptr<const std::vector<Device>> table = detail::shared_device_table("make_mesh");
+  const std::vector<Device>& all = *table;
   int64_t positions = 1;
   bool positive = true;
   for (int64_t n : shape) {
@@ -29,7 +31,7 @@ inline Mesh make_mesh(std::vector<int64_t> shape, std::vector<std::string> axis_
                                 << (positions == INT64_MAX ? std::string("over 2^63") : std::to_string(positions))
                                 << " devices but the job has " << all.size() << " (" << process_count()
                                 << " processes); expected a shape whose sizes multiply to " << all.size());
-  return Mesh(std::move(all), std::move(shape), std::move(axis_names));
+  return detail::MeshAccess::over(std::move(table), std::move(shape), std::move(axis_names));
 }
 
 inline std::vector<std::pair<Device, Index>> NamedSharding::addressable_devices_indices_map(

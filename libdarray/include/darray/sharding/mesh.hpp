@@ -27,7 +27,10 @@ namespace darray {
 namespace detail {
 
 struct MeshData {
-  std::vector<Device> devices;  // row-major mesh order
+  // Row-major mesh order. Shared: make_mesh's meshes all hold the job's device table itself (a million devices:
+  // 20 MiB, which a copy per mesh would write again).
+  std::shared_ptr<const std::vector<Device>> table;
+  const std::vector<Device>& devices() const { return *table; }
   Shape shape;
   std::vector<std::string> axis_names;
   Shape strides;  // row-major, in devices
@@ -52,46 +55,22 @@ struct MeshData {
   std::size_t hash = 0;
 };
 
+struct MeshAccess;
+
 }  // namespace detail
 
 class Mesh {
  public:
   // devices in row-major mesh order: devices[0] sits at (0, ..., 0), devices[1] at (0, ..., 1), ...
-  Mesh(std::vector<Device> devices, std::vector<int64_t> shape, std::vector<std::string> axis_names) {
-    auto data = std::make_shared<detail::MeshData>();
-    validate(devices, shape, axis_names);
-    data->strides = row_major_strides(shape);
-    const auto n = static_cast<int64_t>(devices.size());
-    std::size_t h = shape.size();
-    for (int64_t v : shape) detail::hash_combine(h, std::hash<int64_t>{}(v));
-    for (const auto& name : axis_names) detail::hash_combine(h, std::hash<std::string>{}(name));
-    for (int64_t i = 0; i < n; ++i) {
-      const Device& d = devices[static_cast<std::size_t>(i)];
-      const bool first = i == 0;
-      const int previous = first ? 0 : devices[static_cast<std::size_t>(i - 1)].process_index;
-      data->default_order = data->default_order && d.id == i;
-      data->process_major = data->process_major && (first || d.process_index >= previous);
-      data->process_runs += first || d.process_index != previous ? 1 : 0;
-    }
-    // Devices hash by id; ids 0..n-1 in order are fully described by n, so such meshes skip the per-device pass.
-    if (data->default_order)
-      detail::hash_combine(h, std::hash<int64_t>{}(n));
-    else
-      for (const Device& d : devices) detail::hash_combine(h, std::hash<Device>{}(d));
-    data->hash = h;
-    index_positions(*data, devices);
-    index_processes(*data, devices, shape);
-    data->devices = std::move(devices);
-    data->shape = std::move(shape);
-    data->axis_names = std::move(axis_names);
-    m_data = std::move(data);
+  Mesh(std::vector<Device> devices, std::vector<int64_t> shape, std::vector<std::string> axis_names)
+      : Mesh(std::make_shared<const std::vector<Device>>(std::move(devices)), std::move(shape), std::move(axis_names)) {
   }
 
   const std::vector<int64_t>& shape() const { return m_data->shape; }
   const std::vector<std::string>& axis_names() const { return m_data->axis_names; }
   int ndim() const { return static_cast<int>(m_data->shape.size()); }
-  int64_t size() const { return static_cast<int64_t>(m_data->devices.size()); }
-  const std::vector<Device>& devices() const { return m_data->devices; }
+  int64_t size() const { return static_cast<int64_t>(m_data->devices().size()); }
+  const std::vector<Device>& devices() const { return m_data->devices(); }
 
   // Position of a named axis among the mesh axes; throws when the mesh has no such axis.
   int axis_position(const std::string& name) const {
@@ -139,7 +118,7 @@ class Mesh {
                                     << m_data->shape[a] << ") in " << to_string());
       pos += coords[a] * m_data->strides[a];
     }
-    return m_data->devices[static_cast<std::size_t>(pos)];
+    return m_data->devices()[static_cast<std::size_t>(pos)];
   }
   // Row-major strides of the mesh, in devices: position = sum(coords[a] * strides()[a]).
   const std::vector<int64_t>& strides() const { return m_data->strides; }
@@ -147,7 +126,7 @@ class Mesh {
   // Sorted distinct processes that own mesh devices.
   const std::vector<int>& process_indices() const {
     std::call_once(m_data->process_indices_once, [this] {
-      for (const Device& d : m_data->devices)
+      for (const Device& d : m_data->devices())
         if (m_data->process_indices.empty() || m_data->process_indices.back() != d.process_index)
           m_data->process_indices.push_back(d.process_index);
     });
@@ -157,7 +136,7 @@ class Mesh {
   // Positions in devices() of the devices of `process`, in mesh order (empty when it owns none). O(its devices +
   // log of the process count), never O(mesh size).
   std::vector<int64_t> process_positions(int process) const {
-    const auto& devs = m_data->devices;
+    const auto& devs = m_data->devices();
     std::vector<int64_t> out;
     if (m_data->process_major) {
       const auto lo =
@@ -187,9 +166,9 @@ class Mesh {
     if (!m_data->default_order) {
       constexpr std::size_t shown = 16;
       out += ", device_ids=[";
-      for (std::size_t i = 0; i < m_data->devices.size() && i < shown; ++i)
-        out += (i ? ", " : "") + std::to_string(m_data->devices[i].id);
-      if (m_data->devices.size() > shown) out += ", ... (" + std::to_string(m_data->devices.size()) + " devices)";
+      for (std::size_t i = 0; i < m_data->devices().size() && i < shown; ++i)
+        out += (i ? ", " : "") + std::to_string(m_data->devices()[i].id);
+      if (m_data->devices().size() > shown) out += ", ... (" + std::to_string(m_data->devices().size()) + " devices)";
       out += "]";
     }
     return out + ")";
@@ -200,11 +179,48 @@ class Mesh {
   friend bool operator==(const Mesh& a, const Mesh& b) {
     if (a.m_data == b.m_data) return true;
     return a.m_data->hash == b.m_data->hash && a.m_data->shape == b.m_data->shape &&
-           a.m_data->axis_names == b.m_data->axis_names && a.m_data->devices == b.m_data->devices;
+           a.m_data->axis_names == b.m_data->axis_names &&
+           (a.m_data->table == b.m_data->table || a.m_data->devices() == b.m_data->devices());
   }
   friend bool operator!=(const Mesh& a, const Mesh& b) { return !(a == b); }
 
  private:
+  friend struct detail::MeshAccess;
+
+  // Over a device table shared with its owner (make_mesh: the job's table), validated and indexed as the public
+  // constructor's copy.
+  Mesh(std::shared_ptr<const std::vector<Device>> table, std::vector<int64_t> shape,
+       std::vector<std::string> axis_names) {
+    auto data = std::make_shared<detail::MeshData>();
+    const std::vector<Device>& devices = *table;
+    validate(devices, shape, axis_names);
+    data->strides = row_major_strides(shape);
+    const auto n = static_cast<int64_t>(devices.size());
+    std::size_t h = shape.size();
+    for (int64_t v : shape) detail::hash_combine(h, std::hash<int64_t>{}(v));
+    for (const auto& name : axis_names) detail::hash_combine(h, std::hash<std::string>{}(name));
+    for (int64_t i = 0; i < n; ++i) {
+      const Device& d = devices[static_cast<std::size_t>(i)];
+      const bool first = i == 0;
+      const int previous = first ? 0 : devices[static_cast<std::size_t>(i - 1)].process_index;
+      data->default_order = data->default_order && d.id == i;
+      data->process_major = data->process_major && (first || d.process_index >= previous);
+      data->process_runs += first || d.process_index != previous ? 1 : 0;
+    }
+    // Devices hash by id; ids 0..n-1 in order are fully described by n, so such meshes skip the per-device pass.
+    if (data->default_order)
+      detail::hash_combine(h, std::hash<int64_t>{}(n));
+    else
+      for (const Device& d : devices) detail::hash_combine(h, std::hash<Device>{}(d));
+    data->hash = h;
+    index_positions(*data, devices);
+    index_processes(*data, devices, shape);
+    data->shape = std::move(shape);
+    data->axis_names = std::move(axis_names);
+    data->table = std::move(table);  // `devices` stays valid: the vector itself does not move
+    m_data = std::move(data);
+  }
+
   static void validate(const std::vector<Device>& devices, const Shape& shape, const std::vector<std::string>& names) {
     DARRAY_THROW_IF(names.size() != shape.size(), InvalidArgument, "Mesh",
                     names.size() << " axis names " << detail::quoted_list(names) << " given for a " << shape.size()
@@ -249,7 +265,7 @@ class Mesh {
       if (it != m_data->position_of.end()) pos = it->second;
     }
     // Same id, other process or kind: a device of some other device table, not this mesh's.
-    return pos >= 0 && m_data->devices[static_cast<std::size_t>(pos)] == d ? pos : -1;
+    return pos >= 0 && m_data->devices()[static_cast<std::size_t>(pos)] == d ? pos : -1;
   }
 
   // The id -> position index; throws on a device given twice.
@@ -337,6 +353,16 @@ class Mesh {
 };
 
 inline std::ostream& operator<<(std::ostream& os, const Mesh& mesh) { return os << mesh.to_string(); }
+
+namespace detail {
+// A mesh over a device table shared with its owner instead of a copy of it (make_mesh).
+struct MeshAccess {
+  static Mesh over(std::shared_ptr<const std::vector<Device>> table, std::vector<int64_t> shape,
+                   std::vector<std::string> axis_names) {
+    return Mesh(std::move(table), std::move(shape), std::move(axis_names));
+  }
+};
+}  // namespace detail
 
 }  // namespace darray
 

@@ -5,6 +5,7 @@
 #include <mpi.h>
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -40,7 +41,9 @@ struct RuntimeState {
   // GPU builds: "processes A and B drive the same GPU of their node" when two processes of a node share one GPU
   // (NCCL refuses them), the same text on every process; empty otherwise.
   std::string gpu_sharing;
-  std::vector<Device> devices;        // global table, ordered by id
+  // The global table, ordered by id; shared with the meshes make_mesh builds over it (20 MiB at a million devices:
+  // one table per job, not one per mesh).
+  std::shared_ptr<const std::vector<Device>> devices = std::make_shared<const std::vector<Device>>();
   std::vector<Device> local_devices;  // this process's, ordered by local index
   std::vector<std::function<void()>> finalizers;
 };
