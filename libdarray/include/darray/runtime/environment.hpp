@@ -318,13 +318,6 @@ inline int process_index() { return detail::active_state("process_index").rank; 
 inline int process_count() { return detail::active_state("process_count").size; }
 inline std::vector<Device> devices() { return detail::copy_advised(*detail::active_state("devices").devices); }
 inline std::vector<Device> local_devices() { return detail::active_state("local_devices").local_devices; }
-namespace detail {
-// The job's device table itself, shared rather than copied: what make_mesh builds its mesh over. api: the caller,
-// for the error when no Environment is running.
-inline std::shared_ptr<const std::vector<Device>> shared_device_table(const char* api) {
-  return active_state(api).devices;
-}
-}  // namespace detail
 inline int device_count() { return static_cast<int>(detail::active_state("device_count").devices->size()); }
 inline int local_device_count() {
   return static_cast<int>(detail::active_state("local_device_count").local_devices.size());

@@ -60,6 +60,12 @@ inline const RuntimeState& active_state(const char* api) {
   return s;
 }
 
+// The job's device table itself, shared rather than copied: what make_mesh builds its mesh over. api: the caller,
+// for the error when no Environment is running.
+inline std::shared_ptr<const std::vector<Device>> shared_device_table(const char* api) {
+  return active_state(api).devices;
+}
+
 // Counts the Environments that ended in this process: a handle cached by a long-lived object (a communicator of the
 // group cache, a transport) is valid only while this count is the one it was cached under.
 inline unsigned long& environment_generation() {
