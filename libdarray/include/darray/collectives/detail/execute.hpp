@@ -145,12 +145,16 @@ void reduce_across(MPI_Comm comm, const T* send, T* data, ReduceOp op, const Col
     throw_other_reduction(comm, "collective reduction", describe_reduction<T>(op, plan));
 }
 
-// dst = the combination of the slot's local blocks (the identity when it has none). Not fenced.
+// dst = the combination of the slot's local blocks in member order (the identity when it has none). Not fenced.
 template <class T, class Exec>
 void combine_slot(const Exec& space, const Slot& slot, const std::vector<const T*>& operand, ReduceOp op, T* dst) {
   const int64_t n = slot.elements;
   if (slot.members.empty()) {
     fill_kernel(space, dst, n, reduce_identity<T>(op));
+    return;
+  }
+  if (slot.members.size() > 1 && loop_inline<T, Exec>(n)) {  // on the host: up to three blocks a pass
+    combine_blocks(op, dst, operand, slot.members, n);
     return;
   }
   copy_kernel(space, dst, operand[slot.members[0]], n);
