@@ -293,36 +293,34 @@ void combine_blocks_as(T* dst, const std::vector<const T*>& blocks, const std::v
   }
 }
 
-// The same for the operation named at run time.
-template <class T>
-void combine_blocks(ReduceOp op, T* dst, const std::vector<const T*>& blocks, const std::vector<std::size_t>& which,
-                    int64_t n) {
+// f(std::integral_constant<ReduceOp, Op>{}) for the operation named at run time: the compile-time form each element
+// loop takes. Complex values have sum only (pmax and pmin do not compile for them).
+template <class T, class F>
+void with_reduce_op(ReduceOp op, F&& f) {
   if (op == ReduceOp::sum) {
-    combine_blocks_as<ReduceOp::sum>(dst, blocks, which, n);
+    f(std::integral_constant<ReduceOp, ReduceOp::sum>{});
     return;
   }
   if constexpr (!is_kokkos_complex<T>::value) {
     if (op == ReduceOp::max)
-      combine_blocks_as<ReduceOp::max>(dst, blocks, which, n);
+      f(std::integral_constant<ReduceOp, ReduceOp::max>{});
     else
-      combine_blocks_as<ReduceOp::min>(dst, blocks, which, n);
+      f(std::integral_constant<ReduceOp, ReduceOp::min>{});
   }
+}
+
+// combine_blocks_as for the operation named at run time.
+template <class T>
+void combine_blocks(ReduceOp op, T* dst, const std::vector<const T*>& blocks, const std::vector<std::size_t>& which,
+                    int64_t n) {
+  with_reduce_op<T>(op, [&](auto o) { combine_blocks_as<decltype(o)::value>(dst, blocks, which, n); });
 }
 
 // dst[i] = op(dst[i], src[i]). Not fenced.
 template <class T, class Exec>
 void combine_kernel(const Exec& space, ReduceOp op, T* dst, const T* src, int64_t n) {
   if (n == 0) return;
-  if (op == ReduceOp::sum) {
-    combine_kernel_as<ReduceOp::sum>(space, dst, src, n);
-    return;
-  }
-  if constexpr (!is_kokkos_complex<T>::value) {
-    if (op == ReduceOp::max)
-      combine_kernel_as<ReduceOp::max>(space, dst, src, n);
-    else
-      combine_kernel_as<ReduceOp::min>(space, dst, src, n);
-  }
+  with_reduce_op<T>(op, [&](auto o) { combine_kernel_as<decltype(o)::value>(space, dst, src, n); });
 }
 
 }  // namespace detail

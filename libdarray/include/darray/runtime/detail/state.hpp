@@ -42,8 +42,9 @@ struct RuntimeState {
   // (NCCL refuses them), the same text on every process; empty otherwise.
   std::string gpu_sharing;
   // The global table, ordered by id; shared with the meshes make_mesh builds over it (20 MiB at a million devices:
-  // one table per job, not one per mesh).
-  std::shared_ptr<const std::vector<Device>> devices = std::make_shared<const std::vector<Device>>();
+  // one table per job, not one per mesh). Null until the Environment has built it, before it sets `active`: every
+  // reader goes through active_state.
+  std::shared_ptr<const std::vector<Device>> devices;
   std::vector<Device> local_devices;  // this process's, ordered by local index
   std::vector<std::function<void()>> finalizers;
 };
