@@ -241,12 +241,10 @@ void copy_kernel(const Exec& space, T* dst, const T* src, int64_t n) {
   Kokkos::parallel_for(kernel_name, range_policy(space, int64_t{0}, n), CopyItem<T>{dst, src});
 }
 
+// A kernel always: the host's inline loops combine a slot's blocks together (combine_blocks_as below), and
+// combine_slot calls this only where loop_inline is false.
 template <ReduceOp Op, class T, class Exec>
 void combine_kernel_as(const Exec& space, T* dst, const T* src, int64_t n) {
-  if (loop_inline<T, Exec>(n)) {
-    for (int64_t i = 0; i < n; ++i) dst[i] = combine_one<Op>(dst[i], src[i]);
-    return;
-  }
   static const std::string kernel_name = std::string("darray::") + to_string(Op) + "_combine";  // built once
   Kokkos::parallel_for(kernel_name, range_policy(space, int64_t{0}, n), CombineItem<Op, T>{dst, src});
 }
@@ -316,7 +314,7 @@ void combine_blocks(ReduceOp op, T* dst, const std::vector<const T*>& blocks, co
   with_reduce_op<T>(op, [&](auto o) { combine_blocks_as<decltype(o)::value>(dst, blocks, which, n); });
 }
 
-// dst[i] = op(dst[i], src[i]). Not fenced.
+// dst[i] = op(dst[i], src[i]) by a kernel on `space`. Not fenced.
 template <class T, class Exec>
 void combine_kernel(const Exec& space, ReduceOp op, T* dst, const T* src, int64_t n) {
   if (n == 0) return;
