@@ -48,6 +48,25 @@ TEST_CASE("unknown, repeated or missing mesh axes") {
   DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, psum(a, unset), "mesh axis name is a null const char*",
                             "expected one of (\"x\")");
   DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, pmax(a, unset), "darray::pmax: ", "null const char*");
+  // The single-axis collectives alike, their plans and kept-output forms included.
+  const char* null_name = "mesh axis name is a null const char*; expected one of (\"x\")";
+  auto out = a;
+  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, all_gather(a, unset, 0, tiled), "darray::all_gather: ", null_name);
+  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, all_gather(a, unset, 0, stacked), "darray::all_gather: ", null_name);
+  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, all_gather_plan(a, unset, 0, tiled), "darray::all_gather: ", null_name);
+  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, all_to_all(a, unset, 0, 1), "darray::all_to_all: ", null_name);
+  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, all_to_all_plan(a, unset, 0, 1), "darray::all_to_all: ", null_name);
+  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, ppermute(a, unset, {{0, 0}}), "darray::ppermute: ", null_name);
+  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, ppermute(a, unset, {{0, 0}}, out), "darray::ppermute: ", null_name);
+  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, ppermute_plan(a, unset, {{0, 0}}), "darray::ppermute: ", null_name);
+  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, psum_scatter(a, unset, 0), "darray::psum_scatter: ", null_name);
+  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, psum_scatter_plan(a, unset, 0), "darray::psum_scatter: ", null_name);
+  // They take one mesh axis: a list of another length names what it got.
+  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, all_gather(a, {"x", "x"}, 0, tiled),
+                            "darray::all_gather: mesh axes (\"x\", \"x\") given; expected one mesh axis of (\"x\")");
+  DARRAY_REQUIRE_THROWS_ALL(InvalidArgument, ppermute(a, std::vector<std::string>{}, {{0, 0}}),
+                            "darray::ppermute: no mesh axis given; expected one or more of (\"x\")");
+  CHECK(all_gather(a, {"x"}, 0, tiled).shape() == all_gather(a, "x", 0, tiled).shape());
 }
 
 TEST_CASE("dims out of range") {

@@ -20,12 +20,12 @@ namespace darray {
 namespace detail {
 // The cached plan of all_gather(a, axis, dim, tiled | stacked), after the call's checks.
 template <class T, int N, class M, int R>
-CollectiveCall<T, N, M, R> all_gather_call(const DistributedArray<T, N, M>& a, const std::string& axis, int dim) {
+CollectiveCall<T, N, M, R> all_gather_call(const DistributedArray<T, N, M>& a, const AxisNames& axis, int dim) {
   constexpr const char* api = "all_gather";
   constexpr bool stacked = R == N + 1;
   auto args = checked_call_args(
-      api, a, [&] { return "\"" + axis + "\", dim=" + std::to_string(dim) + (stacked ? ", stacked" : ", tiled"); });
-  const int x = resolve_axis(api, a.sharding().mesh(), axis);
+      api, a, [&] { return axis_text(axis) + ", dim=" + std::to_string(dim) + (stacked ? ", stacked" : ", tiled"); });
+  const int x = resolve_one_axis(api, a.sharding().mesh(), axis);
   const int d = normalize_dim(api, "dim", dim, R);
   const auto code = stacked ? CollectiveCode::all_gather_stacked : CollectiveCode::all_gather;
   const int64_t params[] = {x, d};
@@ -40,20 +40,20 @@ CollectiveCall<T, N, M, R> all_gather_call(const DistributedArray<T, N, M>& a, c
 // whole dim: shape (10,) sharded P("x") over 4 devices (blocks 3, 3, 2, 2) gives shape (10,) replicated.
 // Collective over all processes.
 template <class T, int N, class M>
-DistributedArray<T, N, M> all_gather(const DistributedArray<T, N, M>& a, const std::string& axis, int dim, tiled_t) {
+DistributedArray<T, N, M> all_gather(const DistributedArray<T, N, M>& a, const AxisNames& axis, int dim, tiled_t) {
   return detail::CollectivePlanAccess::run(detail::all_gather_call<T, N, M, N>(a, axis, dim), a);
 }
 
 // The same into `out`, an array shaped and sharded as the result (e.g. a previous call's): no allocation.
 template <class T, int N, class M>
-void all_gather(const DistributedArray<T, N, M>& a, const std::string& axis, int dim, tiled_t,
+void all_gather(const DistributedArray<T, N, M>& a, const AxisNames& axis, int dim, tiled_t,
                 DistributedArray<T, N, M>& out) {
   detail::CollectivePlanAccess::run(detail::all_gather_call<T, N, M, N>(a, axis, dim), a, out);
 }
 
 // The plan of all_gather(a, axis, dim, tiled), for execute (collectives/plan.hpp).
 template <class T, int N, class M>
-CollectivePlan<T, N, M> all_gather_plan(const DistributedArray<T, N, M>& a, const std::string& axis, int dim, tiled_t) {
+CollectivePlan<T, N, M> all_gather_plan(const DistributedArray<T, N, M>& a, const AxisNames& axis, int dim, tiled_t) {
   return detail::CollectivePlanAccess::hold(detail::all_gather_call<T, N, M, N>(a, axis, dim));
 }
 
@@ -62,7 +62,7 @@ CollectivePlan<T, N, M> all_gather_plan(const DistributedArray<T, N, M>& a, cons
 // replicated in the result's spec: shape (8, 3) sharded P("x") over 4 devices, stacked at 0, gives shape (4, 2, 3)
 // sharded P(none, none). Collective over all processes.
 template <class T, int N, class M>
-DistributedArray<T, N + 1, M> all_gather(const DistributedArray<T, N, M>& a, const std::string& axis, int dim,
+DistributedArray<T, N + 1, M> all_gather(const DistributedArray<T, N, M>& a, const AxisNames& axis, int dim,
                                          stacked_t) {
   static_assert(N < 8, "all_gather(stacked): the result would have more than 8 dims (Kokkos' limit)");
   return detail::CollectivePlanAccess::run(detail::all_gather_call<T, N, M, N + 1>(a, axis, dim), a);
@@ -70,7 +70,7 @@ DistributedArray<T, N + 1, M> all_gather(const DistributedArray<T, N, M>& a, con
 
 // The same into `out`, an array shaped and sharded as the result (e.g. a previous call's): no allocation.
 template <class T, int N, class M>
-void all_gather(const DistributedArray<T, N, M>& a, const std::string& axis, int dim, stacked_t,
+void all_gather(const DistributedArray<T, N, M>& a, const AxisNames& axis, int dim, stacked_t,
                 DistributedArray<T, N + 1, M>& out) {
   static_assert(N < 8, "all_gather(stacked): the result would have more than 8 dims (Kokkos' limit)");
   detail::CollectivePlanAccess::run(detail::all_gather_call<T, N, M, N + 1>(a, axis, dim), a, out);
@@ -78,7 +78,7 @@ void all_gather(const DistributedArray<T, N, M>& a, const std::string& axis, int
 
 // The plan of all_gather(a, axis, dim, stacked), for execute (collectives/plan.hpp).
 template <class T, int N, class M>
-CollectivePlan<T, N, M, N + 1> all_gather_plan(const DistributedArray<T, N, M>& a, const std::string& axis, int dim,
+CollectivePlan<T, N, M, N + 1> all_gather_plan(const DistributedArray<T, N, M>& a, const AxisNames& axis, int dim,
                                                stacked_t) {
   static_assert(N < 8, "all_gather(stacked): the result would have more than 8 dims (Kokkos' limit)");
   return detail::CollectivePlanAccess::hold(detail::all_gather_call<T, N, M, N + 1>(a, axis, dim));

@@ -25,13 +25,13 @@ namespace darray {
 // Collective over all processes. all_to_all_plan: the plan of the call, for execute (collectives/plan.hpp).
 namespace detail {
 template <class T, int N, class M>
-CollectiveCall<T, N, M, N> all_to_all_call(const DistributedArray<T, N, M>& a, const std::string& axis, int split_dim,
+CollectiveCall<T, N, M, N> all_to_all_call(const DistributedArray<T, N, M>& a, const AxisNames& axis, int split_dim,
                                            int concat_dim) {
   constexpr const char* api = "all_to_all";
   auto args = checked_call_args(api, a, [&] {
-    return "\"" + axis + "\", split_dim=" + std::to_string(split_dim) + ", concat_dim=" + std::to_string(concat_dim);
+    return axis_text(axis) + ", split_dim=" + std::to_string(split_dim) + ", concat_dim=" + std::to_string(concat_dim);
   });
-  const int x = resolve_axis(api, a.sharding().mesh(), axis);
+  const int x = resolve_one_axis(api, a.sharding().mesh(), axis);
   const int s = normalize_dim(api, "split_dim", split_dim, N);
   const int c = normalize_dim(api, "concat_dim", concat_dim, N);
   const int64_t params[] = {x, s, c};
@@ -42,20 +42,20 @@ CollectiveCall<T, N, M, N> all_to_all_call(const DistributedArray<T, N, M>& a, c
 }  // namespace detail
 
 template <class T, int N, class M>
-CollectivePlan<T, N, M> all_to_all_plan(const DistributedArray<T, N, M>& a, const std::string& axis, int split_dim,
+CollectivePlan<T, N, M> all_to_all_plan(const DistributedArray<T, N, M>& a, const AxisNames& axis, int split_dim,
                                         int concat_dim, tiled_t = tiled) {
   return detail::CollectivePlanAccess::hold(detail::all_to_all_call(a, axis, split_dim, concat_dim));
 }
 
 template <class T, int N, class M>
-DistributedArray<T, N, M> all_to_all(const DistributedArray<T, N, M>& a, const std::string& axis, int split_dim,
+DistributedArray<T, N, M> all_to_all(const DistributedArray<T, N, M>& a, const AxisNames& axis, int split_dim,
                                      int concat_dim, tiled_t = tiled) {
   return detail::CollectivePlanAccess::run(detail::all_to_all_call(a, axis, split_dim, concat_dim), a);
 }
 
 // The same into `out`, an array shaped and sharded as the result (e.g. a previous call's): no allocation.
 template <class T, int N, class M>
-void all_to_all(const DistributedArray<T, N, M>& a, const std::string& axis, int split_dim, int concat_dim,
+void all_to_all(const DistributedArray<T, N, M>& a, const AxisNames& axis, int split_dim, int concat_dim,
                 DistributedArray<T, N, M>& out) {
   detail::CollectivePlanAccess::run(detail::all_to_all_call(a, axis, split_dim, concat_dim), a, out);
 }

@@ -21,7 +21,9 @@ struct AxisNamesAccess;
 }  // namespace detail
 
 // One mesh axis ("x") or several ({"x", "y"}, the first most significant) for the reductions, psum(a, "x") and
-// psum(a, {"x", "y"}) alike. One name is held without a heap allocation (a small call's overhead).
+// psum(a, {"x", "y"}) alike; all_gather, all_to_all, ppermute and psum_scatter take exactly one (another count, or a
+// null const char*, is an InvalidArgument naming the collective). One name is held without a heap allocation (a
+// small call's overhead).
 class AxisNames {
  public:
   AxisNames(const char* axis) : m_one(axis != nullptr ? axis : ""), m_null(axis == nullptr) {}
@@ -61,15 +63,46 @@ inline int resolve_axis(const char* api, const Mesh& mesh, const std::string& na
 
 struct AxisNamesAccess {
   static bool null(const AxisNames& names) { return names.m_null; }
+  // The name when there is exactly one and it is not a null const char*, else null.
+  static const std::string* single(const AxisNames& names) {
+    if (names.m_listed) return names.m_many.size() == 1 ? &names.m_many[0] : nullptr;
+    return names.m_null ? nullptr : &names.m_one;
+  }
 };
+
+// Throws when the names are a null const char* or an empty list.
+inline void check_axes_given(const char* api, const Mesh& mesh, const AxisNames& names) {
+  if (AxisNamesAccess::null(names)) name_from(nullptr, api, "one of " + quoted_list(mesh.axis_names()));
+  DARRAY_THROW_IF(names.size() == 0, InvalidArgument, api,
+                  "no mesh axis given; expected one or more of " << quoted_list(mesh.axis_names()));
+}
+
+// Names that are not one mesh axis, where one is expected: the error.
+[[noreturn]] inline void throw_not_one_axis(const char* api, const Mesh& mesh, const AxisNames& names) {
+  check_axes_given(api, mesh, names);
+  DARRAY_THROW(InvalidArgument, api,
+               "mesh axes " << quoted_list(names.names()) << " given; expected one mesh axis of "
+                            << quoted_list(mesh.axis_names()));
+}
+
+// Mesh position of the one axis that all_gather, all_to_all, ppermute and psum_scatter take. Throws when the name is
+// a null pointer or unknown, or when a list of another length than one is given. Builds no list.
+inline int resolve_one_axis(const char* api, const Mesh& mesh, const AxisNames& names) {
+  const std::string* one = AxisNamesAccess::single(names);
+  if (one == nullptr) throw_not_one_axis(api, mesh, names);
+  return resolve_axis(api, mesh, *one);
+}
+
+// The axis as a call's text shows it (the DARRAY_CHECK comparison): "x" for one name, as given otherwise.
+inline std::string axis_text(const AxisNames& names) {
+  return names.size() == 1 ? "\"" + names[0] + "\"" : quoted_list(names.names());
+}
 
 // Mesh positions of named axes, in the given order, appended to `positions`. Throws when a name is null, unknown or
 // repeated, or none is given.
 template <class Int>
 void resolve_axes(const char* api, const Mesh& mesh, const AxisNames& names, std::vector<Int>& positions) {
-  if (AxisNamesAccess::null(names)) name_from(nullptr, api, "one of " + quoted_list(mesh.axis_names()));
-  DARRAY_THROW_IF(names.size() == 0, InvalidArgument, api,
-                  "no mesh axis given; expected one or more of " << quoted_list(mesh.axis_names()));
+  check_axes_given(api, mesh, names);
   for (std::size_t k = 0; k < names.size(); ++k) {
     const int a = resolve_axis(api, mesh, names[k]);
     for (std::size_t j = 0; j < k; ++j)

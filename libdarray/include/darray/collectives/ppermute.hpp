@@ -23,11 +23,11 @@ namespace darray {
 // differ. Collective over all processes. ppermute_plan: the plan of this call, for execute (collectives/plan.hpp).
 namespace detail {
 template <class T, int N, class M>
-CollectiveCall<T, N, M, N> ppermute_call(const DistributedArray<T, N, M>& a, const std::string& axis,
+CollectiveCall<T, N, M, N> ppermute_call(const DistributedArray<T, N, M>& a, const AxisNames& axis,
                                          const std::vector<std::pair<int, int>>& perm) {
   constexpr const char* api = "ppermute";
-  auto args = checked_call_args(api, a, [&] { return "\"" + axis + "\", perm=" + perm_text(perm); });
-  const int x = resolve_axis(api, a.sharding().mesh(), axis);
+  auto args = checked_call_args(api, a, [&] { return axis_text(axis) + ", perm=" + perm_text(perm); });
+  const int x = resolve_one_axis(api, a.sharding().mesh(), axis);
   const int64_t params[] = {x};
   const PlanProbe probe{CollectiveCode::ppermute, a.sharding(), a.shape(), params, 1, &perm};
   const auto& plan = cached_plan(probe, [&] {
@@ -40,13 +40,13 @@ CollectiveCall<T, N, M, N> ppermute_call(const DistributedArray<T, N, M>& a, con
 }  // namespace detail
 
 template <class T, int N, class M>
-CollectivePlan<T, N, M> ppermute_plan(const DistributedArray<T, N, M>& a, const std::string& axis,
+CollectivePlan<T, N, M> ppermute_plan(const DistributedArray<T, N, M>& a, const AxisNames& axis,
                                       const std::vector<std::pair<int, int>>& perm) {
   return detail::CollectivePlanAccess::hold(detail::ppermute_call(a, axis, perm));
 }
 
 template <class T, int N, class M>
-DistributedArray<T, N, M> ppermute(const DistributedArray<T, N, M>& a, const std::string& axis,
+DistributedArray<T, N, M> ppermute(const DistributedArray<T, N, M>& a, const AxisNames& axis,
                                    const std::vector<std::pair<int, int>>& perm) {
   return detail::CollectivePlanAccess::run(detail::ppermute_call(a, axis, perm), a);
 }
@@ -54,7 +54,7 @@ DistributedArray<T, N, M> ppermute(const DistributedArray<T, N, M>& a, const std
 // The same into `out`, an array shaped and sharded like `a`: no allocation. `out` may be `a` itself or share blocks
 // with it (then the result goes through fresh blocks: an allocation and a copy more).
 template <class T, int N, class M>
-void ppermute(const DistributedArray<T, N, M>& a, const std::string& axis, const std::vector<std::pair<int, int>>& perm,
+void ppermute(const DistributedArray<T, N, M>& a, const AxisNames& axis, const std::vector<std::pair<int, int>>& perm,
               DistributedArray<T, N, M>& out) {
   detail::CollectivePlanAccess::run(detail::ppermute_call(a, axis, perm), a, out);
 }

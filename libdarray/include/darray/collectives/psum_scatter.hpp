@@ -24,10 +24,10 @@ namespace darray {
 // Collective over all processes. psum_scatter_plan: the plan of the call, for execute (collectives/plan.hpp).
 namespace detail {
 template <class T, int N, class M>
-CollectiveCall<T, N, M, N> psum_scatter_call(const DistributedArray<T, N, M>& a, const std::string& axis, int dim) {
+CollectiveCall<T, N, M, N> psum_scatter_call(const DistributedArray<T, N, M>& a, const AxisNames& axis, int dim) {
   constexpr const char* api = "psum_scatter";
-  auto args = checked_call_args(api, a, [&] { return std::string("\"" + axis + "\", dim=" + std::to_string(dim)); });
-  const int x = resolve_axis(api, a.sharding().mesh(), axis);
+  auto args = checked_call_args(api, a, [&] { return axis_text(axis) + ", dim=" + std::to_string(dim); });
+  const int x = resolve_one_axis(api, a.sharding().mesh(), axis);
   const int d = normalize_dim(api, "dim", dim, N);
   const int64_t params[] = {x, d};
   const auto& plan = cached_plan(PlanProbe{CollectiveCode::psum_scatter, a.sharding(), a.shape(), params, 2},
@@ -37,21 +37,20 @@ CollectiveCall<T, N, M, N> psum_scatter_call(const DistributedArray<T, N, M>& a,
 }  // namespace detail
 
 template <class T, int N, class M>
-CollectivePlan<T, N, M> psum_scatter_plan(const DistributedArray<T, N, M>& a, const std::string& axis, int dim,
+CollectivePlan<T, N, M> psum_scatter_plan(const DistributedArray<T, N, M>& a, const AxisNames& axis, int dim,
                                           tiled_t = tiled) {
   return detail::CollectivePlanAccess::hold(detail::psum_scatter_call(a, axis, dim));
 }
 
 template <class T, int N, class M>
-DistributedArray<T, N, M> psum_scatter(const DistributedArray<T, N, M>& a, const std::string& axis, int dim,
+DistributedArray<T, N, M> psum_scatter(const DistributedArray<T, N, M>& a, const AxisNames& axis, int dim,
                                        tiled_t = tiled) {
   return detail::CollectivePlanAccess::run(detail::psum_scatter_call(a, axis, dim), a);
 }
 
 // The same into `out`, an array shaped and sharded as the result (e.g. a previous call's): no allocation.
 template <class T, int N, class M>
-void psum_scatter(const DistributedArray<T, N, M>& a, const std::string& axis, int dim,
-                  DistributedArray<T, N, M>& out) {
+void psum_scatter(const DistributedArray<T, N, M>& a, const AxisNames& axis, int dim, DistributedArray<T, N, M>& out) {
   detail::CollectivePlanAccess::run(detail::psum_scatter_call(a, axis, dim), a, out);
 }
 
