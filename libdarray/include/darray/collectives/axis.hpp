@@ -70,16 +70,17 @@ struct AxisNamesAccess {
   }
 };
 
-// Throws when the names are a null const char* or an empty list.
-inline void check_axes_given(const char* api, const Mesh& mesh, const AxisNames& names) {
+// Throws when the names are a null const char* or an empty list; `expected` says how many the caller takes ("one",
+// "one or more").
+inline void check_axes_given(const char* api, const Mesh& mesh, const AxisNames& names, const char* expected) {
   if (AxisNamesAccess::null(names)) name_from(nullptr, api, "one of " + quoted_list(mesh.axis_names()));
   DARRAY_THROW_IF(names.size() == 0, InvalidArgument, api,
-                  "no mesh axis given; expected one or more of " << quoted_list(mesh.axis_names()));
+                  "no mesh axis given; expected " << expected << " of " << quoted_list(mesh.axis_names()));
 }
 
 // Names that are not one mesh axis, where one is expected: the error.
 [[noreturn]] inline void throw_not_one_axis(const char* api, const Mesh& mesh, const AxisNames& names) {
-  check_axes_given(api, mesh, names);
+  check_axes_given(api, mesh, names, "one");
   DARRAY_THROW(InvalidArgument, api,
                "mesh axes " << quoted_list(names.names()) << " given; expected one mesh axis of "
                             << quoted_list(mesh.axis_names()));
@@ -102,7 +103,7 @@ inline std::string axis_text(const AxisNames& names) {
 // repeated, or none is given.
 template <class Int>
 void resolve_axes(const char* api, const Mesh& mesh, const AxisNames& names, std::vector<Int>& positions) {
-  check_axes_given(api, mesh, names);
+  check_axes_given(api, mesh, names, "one or more");
   for (std::size_t k = 0; k < names.size(); ++k) {
     const int a = resolve_axis(api, mesh, names[k]);
     for (std::size_t j = 0; j < k; ++j)
