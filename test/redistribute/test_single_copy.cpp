@@ -1,8 +1,8 @@
-// Single copies (runtime/detail/single_copy.hpp): pieces of 64 KiB or more between processes of one node, with long
-// contiguous runs on both sides, are read by the receiver straight from the sender's blocks where the system allows
-// it, from a plan's second run on. At 1-4 processes x 1-2 host devices: reshard chains of large arrays (each step run
-// twice) stay bit-exact, FFT transposes, halo phases and all_gather give bit for bit what MPI messages give, and
-// DARRAY_SINGLE_COPY=0 turns single copies off.
+// Single copies (runtime/detail/single_copy.hpp): pieces of 64 KiB or more (pinned here; in a job the start-up probe
+// picks the size) between processes of one node, with long contiguous runs on both sides, are read by the receiver
+// straight from the sender's blocks where the system allows it, from a plan's second run on. At 1-4 processes x 1-2
+// host devices: reshard chains of large arrays (each step run twice) stay bit-exact, FFT transposes, halo phases and
+// all_gather give bit for bit what MPI messages give, and DARRAY_SINGLE_COPY=0 turns single copies off.
 #include <catch2/catch.hpp>
 #include <cstring>
 #include <random>
@@ -13,6 +13,7 @@
 #include "holds_iota.hpp"
 #include "mpi_test.hpp"
 #include "random_layouts.hpp"
+#include "single_copy_pin.hpp"
 
 using namespace darray;
 using darray::testing::all_ok;
@@ -83,6 +84,7 @@ void large_chain(std::mt19937_64& rng, int64_t elements, int steps) {
 }  // namespace
 
 TEST_CASE("large reshards between processes of a node: bit-exact, by single copy where the system allows it") {
+  const darray::testing::SingleCopiesFrom pinned(std::size_t(64) << 10);
   std::mt19937_64 rng(4242);
   const std::size_t before = pieces_read();
   for (int trial = 0; trial < 4; ++trial) {
@@ -101,6 +103,7 @@ TEST_CASE("large reshards between processes of a node: bit-exact, by single copy
 }
 
 TEST_CASE("FFT transposes, halo phases and all_gather by single copy give what MPI messages give") {
+  const darray::testing::SingleCopiesFrom pinned(std::size_t(64) << 10);  // the halo's rows are 64 KiB
   const std::size_t before = pieces_read();
   const Shape shape{64, 64, 64};  // slabs of 2 processes: runs of 32 KiB on both sides of a transpose
   const NamedSharding slabs(make_mesh({device_count()}, {"x"}), P("x"));
@@ -170,6 +173,7 @@ TEST_CASE("DARRAY_SINGLE_COPY=0 turns single copies off", "[.single_copy_off]") 
 // Two processes that run different exchanges by single copy (the same collective on other shapes here) read each
 // other's announcements as another operation's: both get the mismatch error, and neither waits for an answer.
 TEST_CASE("processes that run different single-copy exchanges both get an error, not each other's data") {
+  const darray::testing::SingleCopiesFrom pinned(std::size_t(64) << 10);
   if (process_count() != 2 || !single_copies_on()) return;
   const NamedSharding rows(make_mesh({device_count()}, {"x"}), P("x"));
   const auto small = iota<double, 2, Host>({8 * device_count(), 4096}, rows);

@@ -1,6 +1,9 @@
 #include <mpi.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
@@ -11,6 +14,7 @@
 #include "darray/darray.hpp"
 #include "darray/runtime/detail/kokkos_compat.hpp"
 #include "darray/runtime/detail/node_shared.hpp"
+#include "darray/runtime/detail/single_copy_crossover.hpp"
 #include "mpi_test.hpp"
 
 using darray::testing::all_ok;
@@ -248,4 +252,51 @@ TEST_CASE("buffers shared by the processes of a node: each process reads and wri
   if (me == 0) early.reset();
   MPI_Barrier(MPI_COMM_WORLD);
   REQUIRE(all_ok(me == 0 || *reinterpret_cast<const std::int64_t*>(early->of(0)) == 4242));
+}
+
+TEST_CASE("single copies' crossover: where their losses sum least, measured alike on the processes of a node") {
+  using darray::detail::single_copy_crossover;
+  const std::vector<std::size_t> sizes = darray::detail::single_copy_probe_sizes();  // 16 KiB .. 256 KiB
+  REQUIRE(sizes.size() == 5);
+  const std::vector<double> messages(sizes.size(), 10.0);
+  auto single = [](std::vector<double> v) { return v; };
+  CHECK(single_copy_crossover(sizes, messages, single({5, 5, 5, 5, 5})) == sizes[0]);
+  CHECK(single_copy_crossover(sizes, messages, single({20, 20, 5, 5, 5})) == sizes[2]);
+  // Losing everywhere: the largest size probed, the ceiling (above it the pages pinned decide, not the probe).
+  CHECK(single_copy_crossover(sizes, messages, single({20, 20, 20, 20, 20})) == sizes.back());
+  // Within the margin is not a win: 5 % faster than messages everywhere is the ceiling too.
+  CHECK(single_copy_crossover(sizes, messages, single({9.5, 9.5, 9.5, 9.5, 9.5})) == sizes.back());
+  // One slow measurement among wins (at 64 KiB; at 256 KiB) moves the crossover neither up to it nor to the ceiling.
+  CHECK(single_copy_crossover(sizes, messages, single({20, 5, 11, 5, 5})) == sizes[1]);
+  CHECK(single_copy_crossover(sizes, messages, single({5, 5, 5, 5, 30})) == sizes[0]);
+  // ... but a loss larger than the gains after it does: wins only from 128 KiB.
+  CHECK(single_copy_crossover(sizes, messages, single({20, 20, 30, 4, 4})) == sizes[3]);
+  // A size with no time (0: not measured) decides nothing.
+  CHECK(single_copy_crossover(sizes, std::vector<double>(sizes.size(), 0.0), single({5, 5, 5, 5, 5})) == sizes.back());
+
+  // The start-up probe's choice and a second measurement: one of the sizes probed, the same on every process of a
+  // node.
+  MPI_Comm node = MPI_COMM_NULL;
+  MPI_Comm_split_type(darray::detail::world_comm(), MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  auto agreed = [node](std::size_t mine) {
+    unsigned long long v[2] = {mine, ~static_cast<unsigned long long>(mine)};
+    MPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_UNSIGNED_LONG_LONG, MPI_MAX, node);
+    return v[0] == mine && ~v[1] == mine;  // the largest and the smallest are this process's
+  };
+  auto probed = [&sizes](std::size_t b) { return std::find(sizes.begin(), sizes.end(), b) != sizes.end(); };
+  const std::size_t at_start = darray::detail::state().single_copy_min_bytes;
+  CHECK(all_ok(agreed(at_start)));
+  if (!darray::detail::state().single_copy_pids.empty()) {
+    CHECK(all_ok(probed(at_start)));
+    std::vector<double> times;
+    const std::size_t again = darray::detail::measure_single_copy_min_bytes(node, &times);
+    CHECK(all_ok(agreed(again) && probed(again)));
+    bool timed = times.size() == 2 * sizes.size();
+    for (const double t : times) timed = timed && std::isfinite(t) && t > 0.0 && t < 1.0;
+    CHECK(all_ok(timed));
+    const auto n = static_cast<std::ptrdiff_t>(sizes.size());
+    CHECK(all_ok(again == single_copy_crossover(sizes, std::vector<double>(times.begin(), times.begin() + n),
+                                                std::vector<double>(times.begin() + n, times.end()))));
+  }
+  MPI_Comm_free(&node);
 }

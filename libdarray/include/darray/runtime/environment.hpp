@@ -26,6 +26,7 @@
 #include "darray/runtime/detail/mpi.hpp"
 #include "darray/runtime/detail/shutdown.hpp"
 #include "darray/runtime/detail/single_copy.hpp"
+#include "darray/runtime/detail/single_copy_crossover.hpp"
 #include "darray/runtime/detail/state.hpp"
 #include "darray/runtime/device.hpp"
 #include "darray/runtime/launcher.hpp"
@@ -260,6 +261,15 @@ class Environment {
     }
 
     s.single_copy_pids = detail::probe_single_copy(s.comm, node, single_copy);
+    if (!s.single_copy_pids.empty()) {
+      std::vector<double> times;
+      const double start = MPI_Wtime();
+      s.single_copy_min_bytes = detail::measure_single_copy_min_bytes(node, &times);
+      if (s.local_rank == 0)
+        DARRAY_LOG(info, "single copies between this node's processes "
+                             << detail::single_copy_crossover_text(s.single_copy_min_bytes, times) << ", "
+                             << (MPI_Wtime() - start) * 1e3 << " ms");
+    }
 
     detail::run_agreed(s.comm, [&] { m_kokkos_owned = detail::kokkos_initialize_if_needed(setup.gpu_ordinal); });
 

@@ -487,7 +487,8 @@ class MoveEngine {
   };
 
   // Single copies (runtime/detail/single_copy.hpp) of the pieces of a direction with a same-node peer that carries
-  // at least single_copy_min_bytes and is not packed (both sides know it alike), where both sides' contiguous runs
+  // at least the node's single_copy_min_bytes (measured at start-up: runtime/detail/single_copy_crossover.hpp; the
+  // same on both sides) and is not packed (both sides know it alike), where both sides' contiguous runs
   // of the pieces (in the pieces' own order) average single_copy_min_run_bytes: then one kernel copy moves the data
   // where MPI's shared-memory transport makes two; a transpose whose runs are short on one side needs a second copy
   // to reorder anyway, and keeps its messages. Each side knows only its own runs, so the first direct run sends the
@@ -501,7 +502,6 @@ class MoveEngine {
   // anew) and sends no answer. Every process runs an engine's runs alike, so both sides of a direction settle after
   // the same run. Per peer, messages go and are received in the order data, setup (directions to the receiver
   // first), ready, done.
-  static constexpr std::size_t single_copy_min_bytes = std::size_t(64) << 10;
   static constexpr std::size_t single_copy_min_run_bytes = std::size_t(4) << 10;
   struct SingleCopy {
     std::size_t peer = 0;  // index into m_list.sends (sending) or m_list.recvs (receiving)
@@ -519,7 +519,7 @@ class MoveEngine {
   void add_single_copy(std::vector<SingleCopy>& out, std::size_t k, const PeerMoves& p, bool sending) {
     const int pid = single_copy_pid(p.process);
     if (pid < 0 || p.process == process_index() || coalesced(p) ||
-        static_cast<std::size_t>(p.elements) * m_element_bytes < single_copy_min_bytes)
+        static_cast<std::size_t>(p.elements) * m_element_bytes < state().single_copy_min_bytes)
       return;
     SingleCopy c;
     c.peer = k;

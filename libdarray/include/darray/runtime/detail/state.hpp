@@ -4,6 +4,7 @@
 
 #include <mpi.h>
 
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <string>
@@ -38,6 +39,9 @@ struct RuntimeState {
   // Per process of the job: its process id when it shares this node and single copies between the node's
   // processes work (runtime/detail/single_copy.hpp), else -1; empty when no process shares this one's node.
   std::vector<int> single_copy_pids;
+  // The smallest direction (bytes) the exchange engine moves by single copy: measured at start-up where single
+  // copies work, the same on the processes of a node (runtime/detail/single_copy_crossover.hpp).
+  std::size_t single_copy_min_bytes = std::size_t(64) << 10;
   // GPU builds: "processes A and B drive the same GPU of their node" when two processes of a node share one GPU
   // (NCCL refuses them), the same text on every process; empty otherwise.
   std::string gpu_sharing;
