@@ -256,23 +256,23 @@ TEST_CASE("buffers shared by the processes of a node: each process reads and wri
 
 TEST_CASE("single copies' crossover: where their losses sum least, measured alike on the processes of a node") {
   using darray::detail::single_copy_crossover;
-  const std::vector<std::size_t> sizes = darray::detail::single_copy_probe_sizes();  // 16 KiB .. 256 KiB
-  REQUIRE(sizes.size() == 5);
+  const std::vector<std::size_t> sizes = darray::detail::single_copy_probe_sizes();  // 64, 128, 256 KiB
+  REQUIRE(sizes.size() == 3);
   const std::vector<double> messages(sizes.size(), 10.0);
   auto single = [](std::vector<double> v) { return v; };
-  CHECK(single_copy_crossover(sizes, messages, single({5, 5, 5, 5, 5})) == sizes[0]);
-  CHECK(single_copy_crossover(sizes, messages, single({20, 20, 5, 5, 5})) == sizes[2]);
+  CHECK(single_copy_crossover(sizes, messages, single({5, 5, 5})) == sizes[0]);
+  CHECK(single_copy_crossover(sizes, messages, single({20, 5, 5})) == sizes[1]);
   // Losing everywhere: the largest size probed, the ceiling (above it the pages pinned decide, not the probe).
-  CHECK(single_copy_crossover(sizes, messages, single({20, 20, 20, 20, 20})) == sizes.back());
+  CHECK(single_copy_crossover(sizes, messages, single({20, 20, 20})) == sizes.back());
   // Within the margin is not a win: 5 % faster than messages everywhere is the ceiling too.
-  CHECK(single_copy_crossover(sizes, messages, single({9.5, 9.5, 9.5, 9.5, 9.5})) == sizes.back());
-  // One slow measurement among wins (at 64 KiB; at 256 KiB) moves the crossover neither up to it nor to the ceiling.
-  CHECK(single_copy_crossover(sizes, messages, single({20, 5, 11, 5, 5})) == sizes[1]);
-  CHECK(single_copy_crossover(sizes, messages, single({5, 5, 5, 5, 30})) == sizes[0]);
-  // ... but a loss larger than the gains after it does: wins only from 128 KiB.
-  CHECK(single_copy_crossover(sizes, messages, single({20, 20, 30, 4, 4})) == sizes[3]);
+  CHECK(single_copy_crossover(sizes, messages, single({9.5, 9.5, 9.5})) == sizes.back());
+  // One slow measurement among wins (at 128 KiB; at 256 KiB) moves the crossover neither up to it nor to the ceiling.
+  CHECK(single_copy_crossover(sizes, messages, single({5, 11, 5})) == sizes[0]);
+  CHECK(single_copy_crossover(sizes, messages, single({5, 5, 30})) == sizes[0]);
+  // ... but a loss larger than the gains after it does.
+  CHECK(single_copy_crossover(sizes, messages, single({30, 4, 4})) == sizes[1]);
   // A size with no time (0: not measured) decides nothing.
-  CHECK(single_copy_crossover(sizes, std::vector<double>(sizes.size(), 0.0), single({5, 5, 5, 5, 5})) == sizes.back());
+  CHECK(single_copy_crossover(sizes, std::vector<double>(sizes.size(), 0.0), single({5, 5, 5})) == sizes.back());
 
   // The start-up probe's choice and a second measurement: one of the sizes probed, the same on every process of a
   // node.
