@@ -159,6 +159,27 @@ TEST_CASE("FFT transposes, halo phases and all_gather by single copy give what M
     CHECK(read == 0);
 }
 
+// The engine takes the node's size (the start-up probe's, here pinned) as it is: an all_gather whose directions
+// carry 256 KiB per device goes as messages under a size above that and by single copy under one below it.
+TEST_CASE("directions under the node's single-copy size go as messages, from it on by single copy") {
+  const NamedSharding rows(make_mesh({device_count()}, {"x"}), P("x"));
+  auto pieces_read_by = [&](std::size_t from, int64_t cols) {  // another shape per size: another plan
+    const darray::testing::SingleCopiesFrom pinned(from);
+    const Shape tall{8 * device_count(), cols};  // 8 rows of at least 4096 doubles per device: 256 KiB or more
+    const std::size_t before = pieces_read();
+    (void)all_gather(full<double, 2, Host>(tall, -1.0, rows), "x", 0, tiled);  // settles the plan's single copies
+    const bool ok = all_ok(holds_iota(all_gather(iota<double, 2, Host>(tall, rows), "x", 0, tiled)));
+    CHECK(ok);
+    return pieces_read_everywhere(before);
+  };
+  CHECK(pieces_read_by(std::size_t(1) << 30, 4096) == 0);
+  const std::size_t read = pieces_read_by(std::size_t(64) << 10, 4104);
+  if (process_count() > 1 && single_copies_on())
+    CHECK(read > 0);
+  else
+    CHECK(read == 0);
+}
+
 // Run under DARRAY_SINGLE_COPY=0 (CMake): no process reads another's memory; the data still arrives.
 TEST_CASE("DARRAY_SINGLE_COPY=0 turns single copies off", "[.single_copy_off]") {
   CHECK(!single_copies_on());
