@@ -273,6 +273,10 @@ TEST_CASE("single copies' crossover: where their losses sum least, measured alik
   CHECK(single_copy_crossover(sizes, messages, single({30, 4, 4})) == sizes[1]);
   // A size with no time (0: not measured) decides nothing.
   CHECK(single_copy_crossover(sizes, std::vector<double>(sizes.size(), 0.0), single({5, 5, 5})) == sizes.back());
+  // The log's line (DARRAY_LOG=info): the size chosen, then each size's times in microseconds.
+  CHECK(darray::detail::single_copy_crossover_text(sizes[1], {28.2e-6, 46.7e-6, 70.8e-6, 36.0e-6, 52.9e-6, 96.6e-6}) ==
+        "from 128 KiB (start-up probe, the node's pairs summed, messages / single copy, us: 64 KiB 28.2 / 36.0, "
+        "128 KiB 46.7 / 52.9, 256 KiB 70.8 / 96.6)");
 
   // The start-up probe's choice and a second measurement: one of the sizes probed, the same on every process of a
   // node.

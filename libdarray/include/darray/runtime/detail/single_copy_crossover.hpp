@@ -7,7 +7,7 @@
 // work: the node's processes in pairs (0 and 1, 2 and 3, ...) exchange each probe size (64, 128 and 256 KiB) both ways,
 // as messages and as the engine does a single copy, best of a few tries; the node sums its pairs' times (MPI_SUM) and
 // every process of the node picks the same size from the sums (single_copy_crossover). It costs a few milliseconds at
-// start-up (about 6 on the VM of 2026-12-06, the first messages between the pair included).
+// start-up (4-5.5 on the VM of 2026-12-06, the first messages between the pair included).
 //
 // The probe decides only up to 256 KiB. Above it, what a single copy costs is mostly the kernel's pinning of the
 // sender's pages, one per 4 KiB page or one per 2 MiB huge page (blocks of 2 MiB and more are advised to huge pages:
@@ -158,26 +158,18 @@ inline std::size_t measure_single_copy_min_bytes(MPI_Comm node, std::vector<doub
                                std::vector<double>(sums.begin() + static_cast<std::ptrdiff_t>(n), sums.end()));
 }
 
-// What the start-up probe found, for the log: "from 128 KiB (start-up probe, ..., messages / single copy, us: 16 KiB
-// 14.2 / 16.2, ...)". times: measure_single_copy_min_bytes's.
+// What the start-up probe found, for the log: "from 128 KiB (start-up probe, ..., messages / single copy, us: 64 KiB
+// 28.2 / 36.0, ...)". times: measure_single_copy_min_bytes's.
 inline std::string single_copy_crossover_text(std::size_t min_bytes, const std::vector<double>& times) {
   const std::vector<std::size_t>& sizes = single_copy_probe_sizes();
   std::ostringstream out;
-  auto size_text = [&out](std::size_t b) {
-    if (b >= (std::size_t(1) << 20))
-      out << (b >> 20) << " MiB";
-    else
-      out << (b >> 10) << " KiB";
-  };
-  out << "from ";
-  size_text(min_bytes);
+  out << "from " << (min_bytes >> 10) << " KiB";  // the probe's sizes are all KiB under 1 MiB
   out << " (start-up probe, the node's pairs summed, messages / single copy, us:";
   out.setf(std::ios::fixed);
   out.precision(1);
   for (std::size_t k = 0; k < sizes.size() && sizes.size() + k < times.size(); ++k) {
     out << (k == 0 ? " " : ", ");
-    size_text(sizes[k]);
-    out << " " << times[k] * 1e6 << " / " << times[sizes.size() + k] * 1e6;
+    out << (sizes[k] >> 10) << " KiB " << times[k] * 1e6 << " / " << times[sizes.size() + k] * 1e6;
   }
   out << ")";
   return out.str();
