@@ -182,6 +182,34 @@ TEST_CASE("directions under the node's single-copy size go as messages, from it 
     CHECK(read == 0);
 }
 
+// A rows-to-columns reshard: the pieces a source block sends to the devices of one peer lie side by side in each of
+// the block's rows, and the peer reads each such row as one stretch of the sender's memory (one remote iovec for the
+// row of all its pieces, not one per piece: copy_with_process joins ranges next to each other), plus one read of the
+// sender's live word per direction.
+TEST_CASE("a peer's pieces side by side in a sender's rows are read one stretch a row") {
+  const darray::testing::SingleCopiesFrom pinned(std::size_t(64) << 10);
+  const int64_t d = device_count(), k = local_device_count();
+  const Mesh mesh = make_mesh({d}, {"x"});
+  const NamedSharding rows(mesh, P("x")), cols(mesh, P(none, "x"));
+  const Shape shape{16 * d, 520 * d};  // a piece: 16 rows of 520 doubles (4160 B), unlike other cases' shapes
+  (void)reshard(full<double, 2, Host>(shape, -1.0, rows), cols);  // settles the plan's single copies
+  const auto a = iota<double, 2, Host>(shape, rows);
+  const detail::SingleCopyCalls before = detail::single_copy_calls();
+  const std::size_t pieces_before = pieces_read();
+  const auto b = reshard(a, cols);
+  CHECK(all_ok(holds_iota(b)));
+  const std::size_t remote = detail::single_copy_calls().remote_iovecs - before.remote_iovecs;
+  const std::size_t peers = static_cast<std::size_t>(process_count() - 1);
+  if (process_count() > 1 && single_copies_on()) {
+    CHECK(pieces_read_everywhere(pieces_before) ==
+          static_cast<std::size_t>(process_count()) * peers * static_cast<std::size_t>(k * k));
+    // From each peer: k source blocks of 16 rows, each row one stretch; and the live word.
+    CHECK(all_ok(remote == peers * static_cast<std::size_t>(k * 16 + 1)));
+  } else {
+    CHECK(all_ok(remote == 0));
+  }
+}
+
 // Run under DARRAY_SINGLE_COPY=0 (CMake): no process reads another's memory; the data still arrives.
 TEST_CASE("DARRAY_SINGLE_COPY=0 turns single copies off", "[.single_copy_off]") {
   CHECK(!single_copies_on());

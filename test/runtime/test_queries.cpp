@@ -1,4 +1,5 @@
 #include <mpi.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <catch2/catch.hpp>
@@ -303,4 +304,75 @@ TEST_CASE("single copies' crossover: where their losses sum least, measured alik
                                                 std::vector<double>(times.begin() + n, times.end()))));
   }
   MPI_Comm_free(&node);
+}
+
+TEST_CASE("copy_with_process: ranges next to each other on a side go as one iovec, in calls of at most 1024 a side") {
+  using darray::detail::PeerRange;
+  using darray::detail::single_copy_calls;
+  const int pid = static_cast<int>(::getpid());  // this process reads itself: the kernel's path for a peer
+  // A block of 256 rows x 8 pieces of 64 doubles (a row of 4 KiB); read 4 pieces side by side, row by row in the
+  // block's address order, into 4 blocks of their own: 1024 ranges, side by side in the block 4 at a time.
+  const std::size_t rows = 256, pieces = 8, width = 64, taken = 4, first = 2;
+  std::vector<double> block(rows * pieces * width);
+  for (std::size_t i = 0; i < block.size(); ++i) block[i] = static_cast<double>(i) + 0.5;
+  std::vector<std::vector<double>> out(taken, std::vector<double>(rows * width, -1.0));
+  std::vector<PeerRange> ranges;
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t p = 0; p < taken; ++p)
+      ranges.push_back(PeerRange{out[p].data() + r * width,
+                                 reinterpret_cast<std::uintptr_t>(block.data() + (r * pieces + first + p) * width),
+                                 width * sizeof(double)});
+  auto read_back = [&](std::size_t max_call_bytes) {
+    for (auto& o : out) std::fill(o.begin(), o.end(), -1.0);
+    single_copy_calls() = {};
+    const int err = darray::detail::copy_with_process(pid, ranges, false, max_call_bytes);
+    bool same = err == 0;
+    for (std::size_t p = 0; p < taken; ++p)
+      for (std::size_t r = 0; r < rows; ++r)
+        for (std::size_t e = 0; e < width; ++e)
+          same = same && out[p][r * width + e] == block[(r * pieces + first + p) * width + e];
+    return same;
+  };
+  if (darray::detail::copy_with_process(pid, {PeerRange{&block[1], reinterpret_cast<std::uintptr_t>(&block[0]), 8}},
+                                        false) != 0) {
+    WARN("process_vm_readv is not permitted here: nothing to test");
+    return;
+  }
+  CHECK(block[1] == block[0]);
+  block[1] = 1.5;
+  // The pieces' rows side by side in the block: one remote iovec per row, one local iovec per range.
+  CHECK(read_back(std::size_t(1) << 30));
+  CHECK(single_copy_calls().calls == 1);
+  CHECK(single_copy_calls().remote_iovecs == rows);
+  CHECK(single_copy_calls().local_iovecs == rows * taken);
+  // Cut at max_call_bytes, inside ranges too (a range of 512 B here: 3 KiB cuts every sixth).
+  CHECK(read_back(3 << 10));
+  CHECK(single_copy_calls().calls == (rows * taken * width * sizeof(double) + (3 << 10) - 1) / (3 << 10));
+  // More than 1024 ranges not next to each other on either side: calls of 1024 iovecs a side.
+  std::vector<PeerRange> apart;
+  std::vector<double> gaps(4 * 1500, 0.0);
+  for (std::size_t k = 0; k < 1500; ++k)
+    apart.push_back(PeerRange{&gaps[4 * k], reinterpret_cast<std::uintptr_t>(&block[2 * k]), sizeof(double)});
+  single_copy_calls() = {};
+  CHECK(darray::detail::copy_with_process(pid, apart, false) == 0);
+  CHECK(single_copy_calls().calls == 2);
+  CHECK(single_copy_calls().remote_iovecs == 1500);
+  bool copied = true;
+  for (std::size_t k = 0; k < 1500; ++k) copied = copied && gaps[4 * k] == block[2 * k] && gaps[4 * k + 1] == 0.0;
+  CHECK(copied);
+  // Ranges next to each other on both sides, and empty ones: one iovec a side.
+  std::vector<PeerRange> joined;
+  std::vector<double> whole(3000, 0.0);
+  for (std::size_t k = 0; k < 1500; ++k) {
+    joined.push_back(PeerRange{&whole[2 * k], reinterpret_cast<std::uintptr_t>(&block[2 * k]), 2 * sizeof(double)});
+    joined.push_back(PeerRange{&whole[0], reinterpret_cast<std::uintptr_t>(&block[0]), 0});
+  }
+  single_copy_calls() = {};
+  CHECK(darray::detail::copy_with_process(pid, joined, false) == 0);
+  CHECK(single_copy_calls().calls == 1);
+  CHECK(single_copy_calls().local_iovecs == 1);
+  CHECK(single_copy_calls().remote_iovecs == 1);
+  CHECK(std::equal(whole.begin(), whole.end(), block.begin()));
+  // A range the peer does not have: an errno, as before.
+  CHECK(darray::detail::copy_with_process(pid, {PeerRange{&whole[0], 8, 8}}, false) != 0);
 }

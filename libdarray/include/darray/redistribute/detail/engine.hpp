@@ -30,6 +30,7 @@
 #include <cstring>
 #include <functional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -488,8 +489,9 @@ class MoveEngine {
 
   // Single copies (runtime/detail/single_copy.hpp) of the pieces of a direction with a same-node peer that carries
   // at least the node's single_copy_min_bytes (measured at start-up: runtime/detail/single_copy_crossover.hpp; the
-  // same on both sides) and is not packed (both sides know it alike), where both sides' contiguous runs
-  // of the pieces (in the pieces' own order) average single_copy_min_run_bytes: then one kernel copy moves the data
+  // same on both sides) and is not packed (both sides know it alike), where both sides' contiguous runs average
+  // single_copy_min_run_bytes (the receiver's: its pieces' runs; the sender's: the stretches of its memory the read
+  // takes, sender_stretches, pieces side by side joined): then one kernel copy moves the data
   // where MPI's shared-memory transport makes two; a transpose whose runs are short on one side needs a second copy
   // to reorder anyway, and keeps its messages. Each side knows only its own runs, so the first direct run sends the
   // pieces as messages and, after them, each side's verdict ("setup"); from the second run on, a direction both
@@ -526,18 +528,54 @@ class MoveEngine {
     c.process = p.process;
     c.pid = pid;
     c.fingerprint = peer_fingerprint(p);
-    int64_t runs = 0;
+    // The receiver's side: its pieces' contiguous runs; the sender's: the stretches read_pieces reads.
+    int64_t runs = sending ? sender_stretches(p) : 0;
     std::size_t words = 0;
     for (const Move& m : p.moves) {
-      // This side's contiguous runs, in the pieces' own order: its region copied to a packed one.
-      const CopyGeometry g = simplify(move_geometry(m, sending ? m.src : m.dst.front(), packed_region(m, 0)));
-      runs += m.elements() / std::max<int64_t>(1, contiguous_run(g));
+      if (!sending) {  // its region copied to a packed one
+        const CopyGeometry g = simplify(move_geometry(m, m.dst.front(), packed_region(m, 0)));
+        runs += m.elements() / std::max<int64_t>(1, contiguous_run(g));
+      }
       words += 1 + static_cast<std::size_t>(m.rank);
     }
     c.mine = static_cast<std::size_t>(p.elements) * m_element_bytes >=
              static_cast<std::size_t>(std::max<int64_t>(runs, 1)) * single_copy_min_run_bytes;
     c.ready.assign(2 + words, 0);
     out.push_back(std::move(c));
+  }
+
+  // The stretches of the sender's memory that the receiver's read of a direction takes (read_pieces joins runs that
+  // follow each other in the sender's address order): each piece's contiguous runs, where pieces that read one source
+  // buffer with one geometry but for their offsets, each starting where the one before it ends its first run (the
+  // pieces a row block sends to the devices of one process in a rows-to-columns reshard), count once together: their
+  // rows are side by side. Pieces that only happen to meet (other geometries, other buffers) count apart.
+  static int64_t sender_stretches(const PeerMoves& p) {
+    struct SentPiece {
+      int buffer;
+      CopyGeometry g;  // the source region copied to a packed one
+      int64_t run;
+    };
+    std::vector<SentPiece> pieces;
+    pieces.reserve(p.moves.size());
+    for (const Move& m : p.moves) {
+      const CopyGeometry g = simplify(move_geometry(m, m.src, packed_region(m, 0)));
+      pieces.push_back(SentPiece{m.src.buffer, g, std::max<int64_t>(1, contiguous_run(g))});
+    }
+    auto shape_of = [](const SentPiece& x) {
+      return std::make_tuple(x.buffer, x.g.rank, std::vector<int64_t>(x.g.extent, x.g.extent + x.g.rank),
+                             std::vector<int64_t>(x.g.src_stride, x.g.src_stride + x.g.rank));
+    };
+    std::sort(pieces.begin(), pieces.end(), [&](const SentPiece& a, const SentPiece& b) {
+      const auto sa = shape_of(a), sb = shape_of(b);
+      return sa != sb ? sa < sb : a.g.src_offset < b.g.src_offset;
+    });
+    int64_t stretches = 0;
+    for (std::size_t k = 0; k < pieces.size(); ++k) {
+      const bool side_by_side = k > 0 && shape_of(pieces[k]) == shape_of(pieces[k - 1]) &&
+                                pieces[k].g.src_offset == pieces[k - 1].g.src_offset + pieces[k - 1].run;
+      if (!side_by_side) stretches += pieces[k].g.elements() / pieces[k].run;
+    }
+    return stretches;
   }
 
   // A control message's tag: the direction's fingerprint, the element type and the kind (1 setup, 2 ready, 3 done).
@@ -598,9 +636,15 @@ class MoveEngine {
 
   // Reads the pieces of a direction from the sender (c.ready: where they lie) into dst; returns 0, an errno, or
   // sender_left when the sender left the run before or while they were read (what was read is then not the data).
+  // The pieces' runs go in the sender's address order (by_remote_address), so rows of pieces that lie side by side in
+  // a sender's block (a rows-to-columns reshard's pieces to this process's devices) are one stretch each for the
+  // kernel (copy_with_process).
   template <class T>
   int read_pieces(const SingleCopy& c, const std::vector<T*>& dst) const {
     static thread_local std::vector<PeerRange> ranges;
+    static thread_local std::vector<std::size_t> starts;  // where each piece's runs begin in `ranges`
+    ranges.clear();
+    starts.clear();
     std::size_t w = 2;
     for (const Move& m : m_list.recvs[c.peer].moves) {
       const Region& d = m.dst.front();
@@ -610,15 +654,48 @@ class MoveEngine {
         from.stride[static_cast<std::size_t>(k)] = c.ready[w + 1 + static_cast<std::size_t>(k)];
       w += 1 + static_cast<std::size_t>(m.rank);
       T* const base = dst[static_cast<std::size_t>(d.buffer)];
-      ranges.clear();
+      starts.push_back(ranges.size());
       for_each_run(simplify(move_geometry(m, from, d)), [&](int64_t so, int64_t dof, int64_t run) {
         ranges.push_back(PeerRange{base + dof, remote + static_cast<std::uint64_t>(so) * sizeof(T),
                                    static_cast<std::size_t>(run) * sizeof(T)});
       });
-      if (const int err = read_from_process(c.pid, ranges)) return unless_sender_left(c, err);
-      ++single_copy_pieces();
     }
+    by_remote_address(ranges, starts);
+    if (const int err = read_from_process(c.pid, ranges)) return unless_sender_left(c, err);
+    single_copy_pieces() += m_list.recvs[c.peer].moves.size();
     return unless_sender_left(c, 0);
+  }
+
+  // Orders `ranges` by their remote address, stably. starts: where each of its segments begins (a piece's runs, each
+  // segment in address order already where the sender's strides are positive, as a row-major block's are): merged
+  // pairwise, pass after pass, through a buffer kept for the next call (no allocation once warm); a segment out of
+  // order (never expected) sorts the whole.
+  static void by_remote_address(std::vector<PeerRange>& ranges, std::vector<std::size_t>& starts) {
+    auto before = [](const PeerRange& a, const PeerRange& b) { return a.remote < b.remote; };
+    if (std::is_sorted(ranges.begin(), ranges.end(), before)) return;
+    static thread_local std::vector<PeerRange> merged;
+    starts.push_back(ranges.size());
+    for (std::size_t k = 0; k + 1 < starts.size(); ++k)
+      if (!std::is_sorted(ranges.begin() + static_cast<std::ptrdiff_t>(starts[k]),
+                          ranges.begin() + static_cast<std::ptrdiff_t>(starts[k + 1]), before)) {
+        std::stable_sort(ranges.begin(), ranges.end(), before);
+        return;
+      }
+    while (starts.size() > 2) {  // segments [starts[k], starts[k + 1])
+      merged.resize(ranges.size());
+      std::size_t kept = 0;
+      for (std::size_t k = 0; k + 1 < starts.size(); k += 2) {
+        const auto first = ranges.begin() + static_cast<std::ptrdiff_t>(starts[k]);
+        const auto middle = ranges.begin() + static_cast<std::ptrdiff_t>(starts[k + 1]);
+        const auto last =
+            ranges.begin() + static_cast<std::ptrdiff_t>(k + 2 < starts.size() ? starts[k + 2] : starts[k + 1]);
+        std::merge(first, middle, middle, last, merged.begin() + static_cast<std::ptrdiff_t>(starts[k]), before);
+        starts[kept++] = starts[k];
+      }
+      starts[kept++] = ranges.size();
+      starts.resize(kept);
+      ranges.swap(merged);
+    }
   }
 
   // What both sides of a peer's pieces know alike: the operation and its global arguments (MoveList::operation), the
