@@ -30,7 +30,6 @@
 #include <cstring>
 #include <functional>
 #include <string>
-#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -412,6 +411,20 @@ class MoveEngine {
     CopyGeometry shape;       // the members' simplified geometry, offsets 0
     std::size_t first, last;  // its members in m_row_members
   };
+  // What pieces that read one source buffer with one geometry but for their offsets share (group_rows,
+  // sender_stretches): the buffer, then the simplified geometry's rank, extents and strides.
+  using GeometryKey = std::array<int64_t, 2 + 3 * max_copy_rank>;
+  static GeometryKey geometry_key(int buffer, const CopyGeometry& g) {
+    GeometryKey key{};
+    key[0] = buffer;
+    key[1] = g.rank;
+    for (int d = 0; d < g.rank; ++d) {
+      key[static_cast<std::size_t>(2 + 3 * d)] = g.extent[d];
+      key[static_cast<std::size_t>(3 + 3 * d)] = g.src_stride[d];
+      key[static_cast<std::size_t>(4 + 3 * d)] = g.dst_stride[d];
+    }
+    return key;
+  }
   // Groups the local copies (streaming assign phases only; groups of two and more, contiguous innermost rows on both
   // sides that are not back to back in the source, at least two dims) and returns which of m_local_copies are
   // grouped. (Grouping a pencil transpose's pieces, whose rows are back to back, cost it 5-20 % at 1x8.)
@@ -427,21 +440,8 @@ class MoveEngine {
         order.push_back(k);
     }
     // Same source and geometry next to each other, by source offset within.
-    using Key = std::array<int64_t, 2 + 3 * max_copy_rank>;  // source buffer, rank, extents and strides
-    std::vector<Key> keys(m_local_copies.size());
-    for (const std::size_t k : order) {
-      const BufferCopy& c = m_local_copies[k];
-      const CopyGeometry& g = c.geometry;
-      Key& key = keys[k];
-      key.fill(0);
-      key[0] = c.src;
-      key[1] = g.rank;
-      for (int d = 0; d < g.rank; ++d) {
-        key[static_cast<std::size_t>(2 + 3 * d)] = g.extent[d];
-        key[static_cast<std::size_t>(3 + 3 * d)] = g.src_stride[d];
-        key[static_cast<std::size_t>(4 + 3 * d)] = g.dst_stride[d];
-      }
-    }
+    std::vector<GeometryKey> keys(m_local_copies.size());
+    for (const std::size_t k : order) keys[k] = geometry_key(m_local_copies[k].src, m_local_copies[k].geometry);
     std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
       return keys[a] != keys[b] ? keys[a] < keys[b]
                                 : m_local_copies[a].geometry.src_offset < m_local_copies[b].geometry.src_offset;
@@ -551,29 +551,25 @@ class MoveEngine {
   // rows are side by side. Pieces that only happen to meet (other geometries, other buffers) count apart.
   static int64_t sender_stretches(const PeerMoves& p) {
     struct SentPiece {
-      int buffer;
-      CopyGeometry g;  // the source region copied to a packed one
-      int64_t run;
+      GeometryKey key;  // of the source region copied to a packed one
+      int64_t offset, run, elements;
     };
     std::vector<SentPiece> pieces;
     pieces.reserve(p.moves.size());
     for (const Move& m : p.moves) {
       const CopyGeometry g = simplify(move_geometry(m, m.src, packed_region(m, 0)));
-      pieces.push_back(SentPiece{m.src.buffer, g, std::max<int64_t>(1, contiguous_run(g))});
+      pieces.push_back(SentPiece{geometry_key(m.src.buffer, g), g.src_offset, std::max<int64_t>(1, contiguous_run(g)),
+                                 g.elements()});
     }
-    auto shape_of = [](const SentPiece& x) {
-      return std::make_tuple(x.buffer, x.g.rank, std::vector<int64_t>(x.g.extent, x.g.extent + x.g.rank),
-                             std::vector<int64_t>(x.g.src_stride, x.g.src_stride + x.g.rank));
-    };
-    std::sort(pieces.begin(), pieces.end(), [&](const SentPiece& a, const SentPiece& b) {
-      const auto sa = shape_of(a), sb = shape_of(b);
-      return sa != sb ? sa < sb : a.g.src_offset < b.g.src_offset;
+    std::sort(pieces.begin(), pieces.end(), [](const SentPiece& a, const SentPiece& b) {
+      return a.key != b.key ? a.key < b.key : a.offset < b.offset;
     });
     int64_t stretches = 0;
     for (std::size_t k = 0; k < pieces.size(); ++k) {
-      const bool side_by_side = k > 0 && shape_of(pieces[k]) == shape_of(pieces[k - 1]) &&
-                                pieces[k].g.src_offset == pieces[k - 1].g.src_offset + pieces[k - 1].run;
-      if (!side_by_side) stretches += pieces[k].g.elements() / pieces[k].run;
+      const SentPiece& x = pieces[k];
+      const bool side_by_side =
+          k > 0 && x.key == pieces[k - 1].key && x.offset == pieces[k - 1].offset + pieces[k - 1].run;
+      if (!side_by_side) stretches += x.elements / x.run;
     }
     return stretches;
   }
