@@ -2,7 +2,9 @@
 // from saved wisdom computes bit for bit what the measured plan computed, without measuring; missing, corrupt,
 // truncated and foreign wisdom files are reported the same on every process and never stop a transform; unreadable
 // and unwritable paths are IoErrors everywhere.
+#include <fcntl.h>
 #include <mpi.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -237,6 +239,73 @@ TEST_CASE("a wisdom file loaded again is imported once; after forget_wisdom it i
   const fft::WisdomReport r = fft::load_wisdom(foreign_path);
   INFO(r.message);
   REQUIRE(all_ok(r.status == fft::WisdomStatus::rejected && contains(r.message, "another FFTW version or build")));
+  fft::forget_wisdom();
+}
+
+TEST_CASE("a wisdom file is read again only when it changed since process 0 read it", "[fft]") {
+  TempDir dir;
+  const std::string path = dir.file("stamp.wisdom");
+  fft::forget_wisdom();
+  const Shape shape{12, 10, 8};
+  const NamedSharding sharding = fft::auto_sharding(shape);
+  { const fft::Plan<double, Host> plan(shape, sharding, measured(path)); }  // measures, saves
+  const std::string text = from_root(read_text(path));
+  // The files process 0 has read whole, on every process.
+  auto reads = [] {
+    long long n = static_cast<long long>(fft::detail::wisdom_file_reads());
+    MPI_Bcast(&n, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
+    return n;
+  };
+  auto status = [&] { return fft::load_wisdom(path).status; };
+  const long long before = reads();
+  REQUIRE(all_ok(status() == fft::WisdomStatus::loaded));
+  REQUIRE(all_ok(reads() == before + 1));
+  // Unchanged: loaded from the text read then, by load_wisdom and by plans naming the file.
+  REQUIRE(all_ok(status() == fft::WisdomStatus::loaded));
+  {
+    const fft::Plan<double, Host> wise(shape, sharding, measured(path));
+    REQUIRE(all_ok(contains(wise.describe(), "(wisdom)")));
+  }
+  REQUIRE(all_ok(reads() == before + 1));
+  // Written in place, another size: read again (rejected), then the good text again (loaded).
+  write_on_root(path, "this is not wisdom\n");
+  REQUIRE(all_ok(status() == fft::WisdomStatus::rejected));
+  REQUIRE(all_ok(reads() == before + 2));
+  write_on_root(path, text);
+  REQUIRE(all_ok(status() == fft::WisdomStatus::loaded));
+  REQUIRE(all_ok(reads() == before + 3));
+  // Written in place, the same size, its modification time another (as a write a timestamp tick later sets it).
+  std::string damaged = text;
+  damaged[0] = 'x';
+  write_on_root(path, damaged);
+  if (world_rank() == 0) {
+    struct timespec times[2];
+    times[0].tv_sec = times[1].tv_sec = 1000000000;
+    times[0].tv_nsec = times[1].tv_nsec = 0;
+    REQUIRE(::utimensat(AT_FDCWD, path.c_str(), times, 0) == 0);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  REQUIRE(all_ok(status() == fft::WisdomStatus::rejected));
+  REQUIRE(all_ok(reads() == before + 4));
+  // Replaced (save_wisdom renames a new file over it): read again.
+  fft::save_wisdom(path);
+  REQUIRE(all_ok(status() == fft::WisdomStatus::loaded));
+  REQUIRE(all_ok(reads() == before + 5));
+  REQUIRE(all_ok(status() == fft::WisdomStatus::loaded));
+  REQUIRE(all_ok(reads() == before + 5));
+  // Gone: missing, nothing read; back: read again.
+  const std::string saved = from_root(read_text(path));
+  if (world_rank() == 0) std::remove(path.c_str());
+  MPI_Barrier(MPI_COMM_WORLD);
+  REQUIRE(all_ok(status() == fft::WisdomStatus::missing));
+  REQUIRE(all_ok(reads() == before + 5));
+  write_on_root(path, saved);
+  REQUIRE(all_ok(status() == fft::WisdomStatus::loaded));
+  REQUIRE(all_ok(reads() == before + 6));
+  // forget_wisdom forgets the text read too: the next load reads the file as a new run would.
+  fft::forget_wisdom();
+  REQUIRE(all_ok(status() == fft::WisdomStatus::loaded));
+  REQUIRE(all_ok(reads() == before + 7));
   fft::forget_wisdom();
 }
 

@@ -20,8 +20,9 @@ namespace fft {
 // (FFTW-MPI or threads set up in one program and not the other, another CPU) is not imported but kept, and saved
 // again beside this process's own, so programs of both kinds can share one file; the report says so. Throws IoError
 // everywhere when the path exists but cannot be read (a directory, no permission). Text already imported since the last
-// forget_wisdom is not imported again (FFTW's import has a fixed cost of about 0.2 ms), so naming the file in every
-// plan's options costs little.
+// forget_wisdom is not imported again (FFTW's import has a fixed cost of about 0.2 ms), and a file whose stamp (inode,
+// size, modification and change times) is the one process 0 read it at is not read again: naming the file in every
+// plan's options costs a stat.
 inline WisdomReport load_wisdom(const std::string& path) {
   return detail::load_wisdom_file("fft::load_wisdom", path, darray::detail::world_comm()).report;
 }

@@ -4,7 +4,8 @@
 // any moment leaves the old file or the new one, never a torn one; on an error the temporary is removed. A process
 // killed mid-save cannot remove it: such leftovers are named ".<target name>.darray-tmp.*".
 // Also the regular-file check shared by loads and saves: a FIFO, directory or device is rejected by process 0
-// before any process opens it (opening a FIFO blocks until a writer appears, which would hang the job).
+// before any process opens it (opening a FIFO blocks until a writer appears, which would hang the job); and small
+// files read whole, with the stamp that tells later whether a file changed since.
 #pragma once
 
 #include <fcntl.h>
@@ -146,11 +147,42 @@ inline void commit_replacement(const char* api, const FileReplacement& r, MPI_Co
   agree_on_error(comm, error);
 }
 
+// What tells a file's contents apart without reading them: its device and inode, size, and modification and change
+// times (nanoseconds). A save through a replacement (above) makes a new inode; a write in place sets both times. The
+// times come from the kernel's coarse clock (a few ms on most file systems), so a write in place of the same size
+// within that tick of the stamp taken can go unseen.
+struct FileStamp {
+  dev_t device = 0;
+  ino_t inode = 0;
+  off_t size = -1;
+  struct timespec modified = {0, 0}, changed = {0, 0};
+
+  friend bool operator==(const FileStamp& a, const FileStamp& b) {
+    return a.device == b.device && a.inode == b.inode && a.size == b.size && a.modified.tv_sec == b.modified.tv_sec &&
+           a.modified.tv_nsec == b.modified.tv_nsec && a.changed.tv_sec == b.changed.tv_sec &&
+           a.changed.tv_nsec == b.changed.tv_nsec;
+  }
+};
+
+inline FileStamp file_stamp(const struct stat& st) {
+  FileStamp s;
+  s.device = st.st_dev;
+  s.inode = st.st_ino;
+  s.size = st.st_size;
+  s.modified = st.st_mtim;
+  s.changed = st.st_ctim;
+  return s;
+}
+
 // Small files handled whole by one process (no communication; the caller broadcasts what it read and agrees on
-// errors). Reads `path` into *contents; returns false when it does not exist. IoError for anything else.
-inline bool read_whole_file(const char* api, const std::string& path, std::string* contents) {
+// errors). Reads `path` into *contents; returns false when it does not exist. IoError for anything else. `stamp`,
+// where given: the file's stamp as stat gave it before the read (a file changed during the read then differs from
+// it at the next look, never the other way).
+inline bool read_whole_file(const char* api, const std::string& path, std::string* contents,
+                            FileStamp* stamp = nullptr) {
   struct stat st;
   if (!require_regular_file(api, path, /*missing_ok=*/true, &st)) return false;
+  if (stamp != nullptr) *stamp = file_stamp(st);
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   DARRAY_THROW_IF(fd < 0, IoError, api, quoted_path(path) << ": cannot open: " << std::strerror(errno));
   // Read straight into the string, sized from stat (one spare byte to see the end in the same call); a file that
