@@ -309,6 +309,67 @@ TEST_CASE("a wisdom file is read again only when it changed since process 0 read
   fft::forget_wisdom();
 }
 
+TEST_CASE("processes that build different FFT plans at once: the same InvalidArgument everywhere, no hang", "[fft]") {
+  if (process_count() < 2) return;  // one process cannot disagree with itself
+  TempDir dir;
+  fft::forget_wisdom();
+  const Shape shape{12, 10, 8};
+  const NamedSharding sharding = fft::auto_sharding(shape);
+  const bool first = world_rank() == 0;
+  auto with = [](auto set) {
+    fft::Options o;
+    set(o);
+    return o;
+  };
+  struct Case {
+    std::string name;
+    fft::Options first, others;
+    Shape first_shape;
+  };
+  const fft::Options plain;
+  const std::vector<Case> cases = {
+      // Process 0 loads a wisdom file and measures while the others plan at once: hung before.
+      {"a wisdom file and the measuring planner on process 0 only", measured(dir.file("mixed.wisdom")), plain, shape},
+      {"the measuring planner on process 0 only", with([](fft::Options& o) { o.planner = fft::Planner::measure; }),
+       plain, shape},
+      {"another output layout", with([](fft::Options& o) { o.output = fft::OutputLayout::transposed; }), plain, shape},
+      {"another normalisation", with([](fft::Options& o) { o.normalization = fft::Normalization::ortho; }), plain,
+       shape},
+      {"another shape", plain, plain, Shape{12, 10, 6}},
+  };
+  for (const Case& c : cases) {
+    INFO(c.name);
+    std::string message;
+    try {
+      const fft::Plan<double, Host> plan(first ? c.first_shape : shape, sharding, first ? c.first : c.others);
+    } catch (const InvalidArgument& e) {
+      message = e.what();
+    }
+    INFO(message);
+    REQUIRE(all_ok(contains(message, "different FFT plans") && contains(message, "process 0: c2c") &&
+                   contains(message, "process 1: c2c")));
+    REQUIRE(all_ok(from_root(message) == message));
+  }
+  // A real plan on process 0, complex ones elsewhere.
+  std::string message;
+  try {
+    if (first) {
+      const fft::RealPlan<double, Host> plan(shape, sharding, plain);
+    } else {
+      const fft::Plan<double, Host> plan(shape, sharding, plain);
+    }
+  } catch (const InvalidArgument& e) {
+    message = e.what();
+  }
+  INFO(message);
+  REQUIRE(all_ok(contains(message, "process 0: r2c") && contains(message, "process 1: c2c")));
+  // Wisdom files of other names elsewhere are no error (process 0's is the one read and written), and the processes
+  // go on together.
+  const fft::Plan<double, Host> plan(shape, sharding, measured(dir.file(first ? "mine.wisdom" : "theirs.wisdom")));
+  REQUIRE(forward_matches_fftw(plan, 73));
+  fft::forget_wisdom();
+}
+
 TEST_CASE("missing, corrupt, truncated and foreign wisdom: reported alike everywhere, transforms unharmed", "[fft]") {
   TempDir dir;
   fft::forget_wisdom();

@@ -36,8 +36,9 @@ constexpr std::uint64_t mix_fingerprint(std::uint64_t h, std::uint64_t v) {
 }
 
 // Collective over comm, only once the processes know they disagree: every process throws the same InvalidArgument,
-// listing each process's description of its reduction (distinct ones, up to 8, each cut to 160 characters).
-[[noreturn]] inline void throw_other_reduction(MPI_Comm comm, const char* api, const std::string& mine) {
+// `lead` followed by each process's description of its call (distinct ones, up to 8, each cut to 160 characters).
+[[noreturn]] inline void throw_disagreement(MPI_Comm comm, const char* api, const std::string& mine,
+                                            const std::string& lead) {
   constexpr std::size_t width = 160;
   int size = 1;
   DARRAY_MPI_CHECK(MPI_Comm_size(comm, &size));
@@ -58,10 +59,14 @@ constexpr std::uint64_t mix_fingerprint(std::uint64_t h, std::uint64_t v) {
     list += (seen.empty() ? "" : "; ") + d;
     seen.push_back(std::move(d));
   }
-  throw InvalidArgument(api,
-                        "the processes of this call ran another reduction (each must reduce the same element "
-                        "type, operation and length): " +
-                            list);
+  throw InvalidArgument(api, lead + list);
+}
+
+// throw_disagreement for a reduction.
+[[noreturn]] inline void throw_other_reduction(MPI_Comm comm, const char* api, const std::string& mine) {
+  throw_disagreement(comm, api, mine,
+                     "the processes of this call ran another reduction (each must reduce the same element type, "
+                     "operation and length): ");
 }
 
 // A reduction record: [f, -f, payload], f the fingerprint's upper 63 bits (the negation stays in range). The

@@ -27,6 +27,7 @@
 #include "darray/array/detail/stream_copy.hpp"
 #include "darray/array/distributed_array.hpp"
 #include "darray/comm/check.hpp"
+#include "darray/comm/detail/same_reduction.hpp"
 #include "darray/core/error.hpp"
 #include "darray/fft/detail/fused.hpp"
 #include "darray/fft/detail/local.hpp"
@@ -34,6 +35,7 @@
 #include "darray/fft/detail/wisdom.hpp"
 #include "darray/fft/options.hpp"
 #include "darray/fft/stages.hpp"
+#include "darray/redistribute/detail/engine.hpp"
 #include "darray/redistribute/reshard.hpp"
 #include "darray/runtime/detail/agree.hpp"
 #include "darray/runtime/detail/arrival.hpp"
@@ -158,6 +160,15 @@ class PlanCore {
     // Under DARRAY_TIMEOUT_S a process that never builds this plan is an error here, not a hang in the agreements
     // below (whose waits for one process's planning have no deadline: measuring may take minutes).
     darray::detail::arrive_together(comm, api);
+    // Processes that build different plans at once (another shape, sharding, element type or option: a program's
+    // bug) would pair this plan's agreements and exchanges with unrelated ones, deciding on garbage or waiting for
+    // good (one process loading a wisdom file while another plans without). They agree on the plan's arguments
+    // first, in a record exchange that cannot block on a mismatch: the same InvalidArgument everywhere otherwise.
+    if (!darray::detail::same_fingerprint(comm, arguments_fingerprint(), api))
+      darray::detail::throw_disagreement(
+          comm, api, describe_arguments(),
+          "the processes built different FFT plans at the same time (every process must build the same plan: the "
+          "same shape, sharding, element type and options): ");
     if (m_fused[0] && (transposed() || m_real)) share_work();  // the same layout's c2c never uses work buffer 0
     LoadedWisdom loaded;
     if (!options.wisdom_file.empty()) {
@@ -181,6 +192,24 @@ class PlanCore {
         if (process_index() == 0) DARRAY_LOG(warn, api << ": wisdom not saved: " << error.message);
       }
     }
+  }
+
+  // What every process's plan must have alike, as a fingerprint and as this process's line of the mismatch error.
+  std::uint64_t arguments_fingerprint() const {
+    // Whether a wisdom file is named, not which: only process 0's path is read and written.
+    return darray::detail::mix_fingerprint(
+        darray::detail::operation_fingerprint(
+            m_input, m_input, m_shape,
+            {6144, m_real ? 1 : 0, static_cast<int64_t>(sizeof(R)), static_cast<int64_t>(m_options.output),
+             static_cast<int64_t>(m_options.normalization), static_cast<int64_t>(m_options.planner)}),
+        m_options.wisdom_file.empty() ? 1 : 2);
+  }
+  std::string describe_arguments() const {
+    std::ostringstream os;
+    os << "process " << process_index() << ": " << (m_real ? "r2c " : "c2c ") << dtype_name<R>() << " "
+       << shape_to_string(m_shape) << ", output " << m_options.output << ", normalization " << m_options.normalization
+       << ", planner " << m_options.planner << ", wisdom file \"" << m_options.wisdom_file << "\", " << m_input;
+    return os.str();
   }
 
   const Shape& shape() const { return m_shape; }

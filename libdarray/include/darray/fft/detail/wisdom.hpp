@@ -462,10 +462,11 @@ inline std::size_t& wisdom_file_reads() {
 
 // Process 0's look at a wisdom file: false where it does not exist, else its text in *text, the text read last
 // where the file's stamp is still the one taken then (darray::detail::FileStamp), else read whole. Every plan that
-// names Options::wisdom_file loads the file, and on this VM its open, reads and close cost more than the stat
-// (bench/README: a 64^3 c2c plan of one process from wisdom already in memory, 51 -> 35 us against 23 us for an
-// estimate plan). A write in place of the same size within the file system's timestamp tick can go unseen: the
-// plan then takes the file's previous wisdom, which is valid wisdom all the same. IoError as read_whole_file.
+// names Options::wisdom_file loads the file, and its open, reads and close cost 5-8 us a plan on this VM, where
+// system calls are dear (bench/README, "A wisdom file read once while unchanged": one process, r2c 64^3 from wisdom
+// already in memory, 49 -> 44 us against 39 us for an estimate plan). A write in place of the same size within the
+// file system's timestamp tick can go unseen: the plan then takes the file's previous wisdom, which is valid wisdom
+// all the same. IoError as read_whole_file.
 inline bool read_wisdom_text(const char* api, const std::string& path, std::string* text) {
   struct stat st;
   if (!darray::detail::require_regular_file(api, path, /*missing_ok=*/true, &st)) return false;
