@@ -248,8 +248,7 @@ TEST_CASE("a wisdom file is read again only when it changed since process 0 read
   fft::forget_wisdom();
   const Shape shape{12, 10, 8};
   const NamedSharding sharding = fft::auto_sharding(shape);
-  { const fft::Plan<double, Host> plan(shape, sharding, measured(path)); }  // measures, saves
-  const std::string text = from_root(read_text(path));
+  const std::string text = saved_wisdom(path, shape, sharding);
   // The files process 0 has read whole, on every process.
   auto reads = [] {
     long long n = static_cast<long long>(fft::detail::wisdom_file_reads());
