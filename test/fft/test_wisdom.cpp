@@ -16,6 +16,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "darray/darray.hpp"
@@ -630,8 +631,9 @@ TEST_CASE("wisdom paths that cannot be read or written", "[fft]") {
   fft::forget_wisdom();
 }
 
-// The darray section of a wisdom text with every strategy replaced by `strategy`.
-std::string with_strategy(const std::string& text, const std::string& strategy) {
+// A wisdom text with every strategy of its darray section replaced by `strategy`; its FFTW sections kept, or
+// dropped where `fftw_sections` is false.
+std::string with_strategy(const std::string& text, const std::string& strategy, bool fftw_sections = true) {
   std::istringstream in(text);
   std::ostringstream out;
   std::string line;
@@ -644,8 +646,8 @@ std::string with_strategy(const std::string& text, const std::string& strategy) 
       fields >> key >> old >> level;
       line = "  (" + key + " " + strategy + " " + level;
     }
+    if (darray_section || fftw_sections) out << line << "\n";
     if (line == ")") darray_section = false;
-    out << line << "\n";
   }
   return out.str();
 }
@@ -682,7 +684,7 @@ TEST_CASE(
         const auto xr = fft_test::random_array<double, Host>(shape, sharding, 96);
         const auto gxr = process_allgather(xr);
         const auto expected_r = Serial<double>::r2c(gxr, shape);
-        for (const char* method : {"passes", "guru", "tiled", "planes"})
+        for (const char* method : {"passes", "guru", "tiled", "planes", "estimate"})
           for (const char* copy : {"", "+copy"}) {
             const std::string strategy = std::string(method) + copy;
             INFO(strategy);
@@ -729,7 +731,7 @@ TEST_CASE("a real backward transform leaves its input as it was under every stra
     const std::string text = from_root(read_text(path));
     const auto xr = fft_test::random_array<double, Host>(shape, sharding, 97);
     const auto gxr = process_allgather(xr);
-    for (const char* method : {"passes", "guru", "tiled", "planes"}) {
+    for (const char* method : {"passes", "guru", "tiled", "planes", "estimate"}) {
       INFO(method);
       write_on_root(path, with_strategy(text, method));
       fft::forget_wisdom();
@@ -749,6 +751,87 @@ TEST_CASE("a real backward transform leaves its input as it was under every stra
       REQUIRE(all_ok(process_allgather(kept) == process_allgather(back)));
     }
   }
+  fft::forget_wisdom();
+}
+
+// Every "candidates" line of a describe() text, and whether each names `candidate`.
+std::pair<int, bool> candidate_lines(const std::string& described, const std::string& candidate) {
+  std::istringstream in(described);
+  std::string line;
+  int lines = 0;
+  bool every = true;
+  while (std::getline(in, line))
+    if (contains(line, "candidates (ms")) {
+      ++lines;
+      every = every && contains(line + " ", " " + candidate + " ");
+    }
+  return {lines, every};
+}
+
+TEST_CASE(
+    "the measuring planner times the estimate planner's own plan; a plan that takes it computes what the "
+    "estimate planner's computes",
+    "[fft]") {
+  TempDir dir;
+  const std::string path = dir.file("fft.wisdom");
+  // (16, 40, 36): tiled passes differ from FFTW's strided plans; (8, 64, 128): r2c rows of 128 points, in pairs under
+  // FFTW_ESTIMATE only (pair_rows); (9, 5, 3): odd lengths.
+  for (const Shape& shape : {Shape{16, 40, 36}, Shape{8, 64, 128}, Shape{9, 5, 3}})
+    for (const Mesh& mesh : fft_test::test_meshes()) {
+      const NamedSharding sharding(mesh, mesh.ndim() == 1 ? P("x") : P("r", "c"));
+      for (auto layout : {fft::OutputLayout::same, fft::OutputLayout::transposed}) {
+        INFO(shape_to_string(shape) << " " << sharding << " layout " << layout);
+        fft::forget_wisdom();
+        write_on_root(path, "");
+        if (world_rank() == 0) std::filesystem::remove(path);
+        MPI_Barrier(MPI_COMM_WORLD);
+        {
+          const fft::Plan<double, Host> m(shape, sharding, measured(path, layout));
+          const fft::RealPlan<double, Host> rm(shape, sharding, measured(path, layout));
+          INFO(m.describe() << rm.describe());
+          // Every measured slot timed the candidate (a stage of one device's plan has two at least).
+          const auto [lines, every] = candidate_lines(m.describe(), "estimate");
+          const auto [rlines, revery] = candidate_lines(rm.describe(), "estimate");
+          REQUIRE(all_ok(lines > 0 && every && rlines > 0 && revery));
+        }
+        // darray's choices alone, every slot's `estimate`: FFTW has no wisdom, so the plans under either planner
+        // make their FFTW plans from nothing.
+        write_on_root(path, with_strategy(from_root(read_text(path)), "estimate", /*fftw_sections=*/false));
+        fft::Options estimate;
+        estimate.output = layout;
+        estimate.wisdom_file = path;
+        const auto x = fft_test::random_array<C, Host>(shape, sharding, 98);
+        const auto xr = fft_test::random_array<double, Host>(shape, sharding, 99);
+        fft::forget_wisdom();
+        const fft::Plan<double, Host> est(shape, sharding, estimate);
+        const fft::RealPlan<double, Host> rest(shape, sharding, estimate);
+        const auto y = est.forward(x);
+        const auto yr = rest.forward(xr);
+        const auto expected = process_allgather(y), expected_back = process_allgather(est.backward(y));
+        const auto expected_r = process_allgather(yr);
+        const auto expected_rback = process_allgather(rest.backward(yr));
+        fft::forget_wisdom();
+        const fft::Plan<double, Host> plan(shape, sharding, measured(path, layout));
+        const fft::RealPlan<double, Host> rplan(shape, sharding, measured(path, layout));
+        const std::string d = plan.describe() + rplan.describe();
+        INFO(est.describe() << rest.describe() << d);
+        REQUIRE(all_ok(contains(d, " forward estimate (wisdom)") && !contains(d, "(measured)")));
+        // The same FFTW plans of the same split, whatever the planner: the same bits. A fused stage's tiles are
+        // planned at the planner's effort (FFTW_MEASURE here): there, the same transform within rounding.
+        const auto got = process_allgather(plan.forward(x));
+        const auto got_back = process_allgather(plan.backward(plan.forward(x)));
+        const auto got_r = process_allgather(rplan.forward(xr));
+        const auto got_rback = process_allgather(rplan.backward(rplan.forward(xr)));
+        if (!contains(d, "fused")) {
+          REQUIRE(all_ok(got == expected && got_back == expected_back));
+          REQUIRE(all_ok(got_r == expected_r && got_rback == expected_rback));
+        } else {
+          REQUIRE(all_ok(relative_error(got, expected) < 1e-12 && relative_error(got_back, expected_back) < 1e-12));
+          REQUIRE(
+              all_ok(relative_error(got_r, expected_r) < 1e-12 && relative_error(got_rback, expected_rback) < 1e-12));
+        }
+      }
+    }
   fft::forget_wisdom();
 }
 

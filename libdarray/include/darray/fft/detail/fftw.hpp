@@ -654,7 +654,9 @@ inline bool pair_rows(int64_t n, unsigned flags) {
 template <class R>
 class FftwPlan {
  public:
-  FftwPlan(const LocalProblem& problem, Method method, unsigned flags) : m_problem(problem) {
+  FftwPlan(const LocalProblem& problem, Method chosen, unsigned planner_flags) : m_problem(problem) {
+    const Method method = split_method(chosen);
+    const unsigned flags = planned_flags(chosen, planner_flags);
     const Shape& complex = problem.kind == Kind::r2c ? problem.out_block : problem.in_block;
     std::vector<int> guru, fused, tiled;
     int outer = -1;
@@ -662,7 +664,7 @@ class FftwPlan {
     // A block inside a larger one is one guru plan over it: groups and passes walk whole blocks.
     const bool embedded = !problem.in_embed.empty() || !problem.out_embed.empty();
     DARRAY_THROW_IF(embedded && (method != Method::guru || problem.kind != Kind::c2c), Error, "fft::Plan",
-                    "a block inside a larger one is planned as one c2c guru plan, not by " << to_string(method));
+                    "a block inside a larger one is planned as one c2c guru plan, not by " << to_string(chosen));
     // Groups start at the outermost fused dim, else inside the planes split's outer dim, else at the outermost
     // strided guru dim when dims outside it hold several groups: the guru plan (and r2c/c2r's row pairs) then run
     // group by group, each group still in cache for the next plan.
@@ -734,16 +736,27 @@ class FftwPlan {
     for (int d : tiled) m_passes.push_back(std::make_unique<FftwTiledPass<R>>(complex, d, problem.forward, flags));
   }
 
+  // How `chosen` splits a problem, and the FFTW planner flags its plans take under the planner's `planner_flags`:
+  // Method::estimate is `passes` under FFTW_ESTIMATE whatever the planner (the estimate planner's own split and FFTW
+  // plans: fused_pass_min_bytes and pair_rows read the flags); every other method as it is, under the planner's flags.
+  static Method split_method(Method chosen) { return chosen == Method::estimate ? Method::passes : chosen; }
+  static unsigned planned_flags(Method chosen, unsigned planner_flags) {
+    return chosen == Method::estimate ? (planner_flags & ~unsigned(FFTW_PATIENT | FFTW_EXHAUSTIVE)) | FFTW_ESTIMATE
+                                      : planner_flags;
+  }
+
   // The groups a split at dim d makes: one per index of the dims outside it (their volume).
   static int64_t groups_outside(const Shape& extents, int d) {
     return volume(Shape(extents.begin(), extents.begin() + d));
   }
 
-  // The dims `method` leaves to the guru plan, those it tiles group by group and those it tiles over the whole
+  // The dims `chosen` leaves to the guru plan, those it tiles group by group and those it tiles over the whole
   // block, and the planes split's outer dim (-1: none); true where r2c/c2r's halved dim goes to row pairs instead of
-  // the guru plan (equal splits mean equal plans).
-  static bool split(const LocalProblem& problem, Method method, unsigned flags, std::vector<int>* guru,
+  // the guru plan (equal splits under equal planned_flags mean equal plans).
+  static bool split(const LocalProblem& problem, Method chosen, unsigned planner_flags, std::vector<int>* guru,
                     std::vector<int>* fused, std::vector<int>* tiled, int* outer) {
+    const Method method = split_method(chosen);
+    const unsigned flags = planned_flags(chosen, planner_flags);
     const int last = static_cast<int>(problem.in_block.size()) - 1;
     // The complex side's extents: what the tiled passes walk.
     const Shape& complex = problem.kind == Kind::r2c ? problem.out_block : problem.in_block;

@@ -761,8 +761,17 @@ class PlanCore {
                                                ? candidates(slot)
                                                : std::vector<Strategy>{m_strategy[slot.stage][slot.forward ? 0 : 1]};
         for (const Strategy& st : list)
-          for (std::size_t i = 0; i < m_boxes.size(); ++i) m_local.prepare(slot_problem(slot, st, i), st.method);
+          if (st.method != Method::estimate || !measured || what != Build::open_candidates)
+            for (std::size_t i = 0; i < m_boxes.size(); ++i) m_local.prepare(slot_problem(slot, st, i), st.method);
       }
+      // The `estimate` candidates after every measured one: FFTW_ESTIMATE takes the measured wisdom in memory, and
+      // planned after them it meets the measured wisdom that a plan from the saved file loads, so that plan, choosing
+      // `estimate`, gets these FFTW plans and computes what this one computes.
+      if (what == Build::open_candidates)
+        for (std::size_t k : open)
+          for (const Strategy& st : candidates(all[k]))
+            if (st.method == Method::estimate)
+              for (std::size_t i = 0; i < m_boxes.size(); ++i) m_local.prepare(slot_problem(all[k], st, i), st.method);
     };
     if (open.empty()) {
       darray::detail::run_agreed(comm, [&] { build(Build::every_slot); });
@@ -834,8 +843,11 @@ class PlanCore {
         for (std::size_t i = 0; i < m_boxes.size(); ++i) {
           std::vector<int> guru, fused, tiled;
           int outer = -1;
-          const bool paired = FftwPlan<R>::split(slot_problem(slot, st, i), st.method, fftw_flags(m_local.level()),
-                                                 &guru, &fused, &tiled, &outer);
+          const unsigned flags = fftw_flags(m_local.level());
+          const bool paired =
+              FftwPlan<R>::split(slot_problem(slot, st, i), st.method, flags, &guru, &fused, &tiled, &outer);
+          // The FFTW flags too: `estimate` may split as another method does, its FFTW plans made otherwise.
+          guru.push_back(static_cast<int>(FftwPlan<R>::planned_flags(st.method, flags)));
           guru.push_back(outer);
           guru.push_back(paired ? -2 : -1);
           guru.insert(guru.end(), fused.begin(), fused.end());
