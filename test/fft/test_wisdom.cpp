@@ -789,7 +789,7 @@ TEST_CASE(
           const fft::Plan<double, Host> m(shape, sharding, measured(path, layout));
           const fft::RealPlan<double, Host> rm(shape, sharding, measured(path, layout));
           INFO(m.describe() << rm.describe());
-          // Every measured slot timed the candidate (a stage of one device's plan has two at least).
+          // Every measured slot timed the candidate, and each plan measured one slot at least.
           const auto [lines, every] = candidate_lines(m.describe(), "estimate");
           const auto [rlines, revery] = candidate_lines(rm.describe(), "estimate");
           REQUIRE(all_ok(lines > 0 && every && rlines > 0 && revery));

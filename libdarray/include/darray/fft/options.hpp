@@ -30,9 +30,10 @@ enum class Normalization {
 
 // How hard the plan searches for fast local transforms. measure and patient build FFTW's plans with FFTW_MEASURE /
 // FFTW_PATIENT and also time darray's own candidates for each stage (FFTW's strided plans, tiled passes, in place
-// or out of place, and the estimate planner's own plan, so that measuring never ends slower than estimating; see
-// Plan::describe()): seconds for large blocks, unless wisdom (Options::wisdom_file) already holds the answers. Every
-// process takes the same choice per stage (the fastest on the slowest process). cuFFT ignores it.
+// or out of place, and the estimate planner's own plan; see Plan::describe()): seconds for large blocks, unless wisdom
+// (Options::wisdom_file) already holds the answers. Every process takes the same choice per stage (the fastest on the
+// slowest process, each stage's candidates timed on their own: a whole transform may rank close ones otherwise).
+// cuFFT ignores it.
 enum class Planner {
   estimate,  // FFTW_ESTIMATE and fixed heuristics: planning is instant
   measure,   // FFTW_MEASURE

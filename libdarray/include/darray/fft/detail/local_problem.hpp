@@ -26,10 +26,10 @@ enum class Kind { c2c, r2c, c2r };
 // over the whole block for every strided dim; planes: where two transformed dims or more lie inside the outermost one,
 // FFTW's plan of those inner dims plane by plane, then FFTW's plan of the outermost dim over the whole block (otherwise
 // guru's split); estimate: passes as the estimate planner splits and plans them (FFTW_ESTIMATE), so that a measuring
-// planner, which splits `passes` by other limits and has FFTW measure every plan, never takes a plan slower than the
-// estimate planner's. Measuring planners time all five. An in-place problem run from another array (the +copy
-// strategies) copies each plane just before its FFTs where the split runs plane by plane, so the plane is still in
-// cache for them.
+// planner, which splits `passes` by other limits and has FFTW measure every plan, has the estimate planner's plan to
+// choose too (a stage's candidates are timed on their own, warm). Measuring planners time all five. An in-place problem
+// run from another array (the +copy strategies) copies each plane just before its FFTs where the split runs plane by
+// plane, so the plane is still in cache for them.
 enum class Method { passes, guru, tiled, planes, estimate };
 inline constexpr Method all_methods[] = {Method::passes, Method::guru, Method::tiled, Method::planes, Method::estimate};
 
