@@ -6,7 +6,8 @@
 // FFTW_MPI_TRANSPOSED_IN for the transposed layout, its input restored before each call as c2r destroys it), GFlop/s (5
 // N log2 N for c2c, half that for r2c), the largest difference between the two results, and darray's plan construction
 // times: the benchmarked plan, an estimate plan, and (measure / patient) the same plan rebuilt from its saved wisdom
-// file, with that time's ratio to the estimate plan's.
+// file, with that time's ratio to the estimate plan's. Under measure / patient, darray's estimate plan is timed in the
+// same alternation too (est_s), and the measured plan's forward time over it (m/est): what measuring bought.
 //   mpirun -n 2 bench-fft                                      # sizes 64,128,256, c2c and r2c, both layouts
 //   mpirun -n 2 bench-fft --sizes 128 --planner measure --transforms r2c --layouts transposed
 #include <fftw3-mpi.h>
@@ -21,6 +22,8 @@
 #include <cstring>
 #include <functional>
 #include <iostream>
+#include <memory>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -61,6 +64,7 @@ struct Config {
 
 struct Result {
   double darray = 1e300, fftw_mpi = 1e300, difference = 0;
+  double darray_estimate = -1;  // darray's estimate plan, forward (measure / patient only)
   double darray_backward = 1e300, fftw_mpi_backward = 1e300;
   double plan = 0, fftw_mpi_plan = 0, estimate_plan = 1e300, wisdom_plan = -1, again_plan = -1;
   double estimate_loaded_plan = -1;  // an estimate plan with the file's wisdom in memory, as again_plan has it
@@ -181,15 +185,23 @@ Result bench_size(int64_t n, const Config& c) {
   std::vector<C> result;         // this process's first block of darray's output
   std::vector<double> restored;  // and of its backward transform (real parts for c2c; c2r's reals)
   int64_t count = 0;
-  auto run = [&](const auto& dplan, const auto& x) {
-    // Both write into an output array they keep, as FFTW-MPI users do; the first call of each is a warm-up (first
+  // dplan: the benchmarked plan; eplan: darray's estimate plan (null under estimate), timed in the same turns.
+  auto run = [&](const auto& dplan, const auto* eplan, const auto& x) {
+    // All write into an output array they keep, as FFTW-MPI users do; the first call of each is a warm-up (first
     // touch of every buffer, communicator set-up).
     auto y = dplan.allocate_output();
     dplan.forward(x, y);
     fftw_execute(plan);
+    std::optional<decltype(y)> ey;
+    if (eplan != nullptr) {
+      ey.emplace(eplan->allocate_output());
+      eplan->forward(x, *ey);
+      r.darray_estimate = 1e300;
+    }
     for (int it = 0; it < c.reps; ++it) {
       r.darray = std::min(r.darray, timed([&] { dplan.forward(x, y); }));
       r.fftw_mpi = std::min(r.fftw_mpi, timed([&] { fftw_execute(plan); }));
+      if (eplan != nullptr) r.darray_estimate = std::min(r.darray_estimate, timed([&] { eplan->forward(x, *ey); }));
     }
     // The backward transform of the forward's output, into an output kept the same way.
     auto z = dplan.backward(y);
@@ -218,17 +230,23 @@ Result bench_size(int64_t n, const Config& c) {
       }
     }
   };
-  if (c.real) {
-    darray::fft::RealPlan<double>* p = nullptr;
-    r.plan = timed([&] { p = new darray::fft::RealPlan<double>(shape, sharding, options_of(c)); });
-    run(*p, fill(double()));
-    delete p;
-  } else {
-    darray::fft::Plan<double>* p = nullptr;
-    r.plan = timed([&] { p = new darray::fft::Plan<double>(shape, sharding, options_of(c)); });
-    run(*p, fill(C()));
-    delete p;
-  }
+  // Under measure / patient, darray's estimate plan too, built first with no wisdom in memory, as the estimate
+  // planner builds it in a program of its own (built after, its FFTW_ESTIMATE plans would take the measured plan's
+  // wisdom; a measuring planner ignores an estimate's).
+  darray::fft::Options estimate = options_of(c);
+  estimate.planner = darray::fft::Planner::estimate;
+  const bool compare = c.planner != darray::fft::Planner::estimate;
+  auto bench_plans = [&](auto* tag, auto element) {
+    using PlanT = std::remove_pointer_t<decltype(tag)>;
+    std::unique_ptr<PlanT> e, p;
+    if (compare) e = std::make_unique<PlanT>(shape, sharding, estimate);
+    r.plan = timed([&] { p = std::make_unique<PlanT>(shape, sharding, options_of(c)); });
+    run(*p, e.get(), fill(element));
+  };
+  if (c.real)
+    bench_plans(static_cast<darray::fft::RealPlan<double>*>(nullptr), double());
+  else
+    bench_plans(static_cast<darray::fft::Plan<double>*>(nullptr), C());
 
   // Both libraries hold dim-0 slabs (dim-1 slabs when transposed) of the same block partition when the process
   // count divides n and every process has one device: compare element by element there.
@@ -326,15 +344,16 @@ int main(int argc, char** argv) {
           "(forward; seconds, each from no wisdom), est_ms an estimate plan, wis_ms the plan from its saved wisdom "
           "file as in a new run, again_ms the same with the file already loaded in this run (milliseconds), and their "
           "ratios to est_ms; agn/estw: again_ms over an estimate plan built with that wisdom in memory; bwd: the "
-          "backward transform of the forward's output, seconds and ratio\n"
-          "%-4s %-10s %5s %10s %10s %6s %8s %8s %9s %8s %11s %8s %8s %7s %8s %8s %8s %10s %10s %6s  %s\n",
+          "backward transform of the forward's output, seconds and ratio; est_s: darray's estimate plan's forward "
+          "(measure, patient), timed in the same turns, and m/est: darray_s over it\n"
+          "%-4s %-10s %5s %10s %10s %6s %8s %8s %9s %8s %11s %8s %8s %7s %8s %8s %8s %10s %10s %6s %10s %6s  %s\n",
           darray::process_count(), darray::device_count(),
           planner == "patient"   ? "PATIENT"
           : planner == "measure" ? "MEASURE"
                                  : "ESTIMATE",
           reps, "kind", "layout", "n", "darray_s", "fftwmpi_s", "ratio", "darray_GF", "fftw_GF", "rel_diff", "plan_s",
           "fftw_plan_s", "est_ms", "wis_ms", "wis/est", "again_ms", "agn/est", "agn/estw", "darray_bwd", "fftw_bwd",
-          "bwd", "darray strategies (forward) / layout");
+          "bwd", "est_s", "m/est", "darray strategies (forward) / layout");
     for (const std::string& kind : transforms)
       for (const std::string& layout : layouts)
         for (int64_t n : sizes) {
@@ -344,7 +363,8 @@ int main(int argc, char** argv) {
           const double points = static_cast<double>(n) * n * n;
           const double flops = (c.real ? 2.5 : 5.0) * points * std::log2(points);
           if (root) {
-            char diff[32], wis[32], ratio[32], again[32], again_ratio[32], again_loaded_ratio[32];
+            char diff[32], wis[32], ratio[32], again[32], again_ratio[32], again_loaded_ratio[32], est[32],
+                est_ratio[32];
             if (r.difference < 0)
               std::snprintf(diff, sizeof diff, "%9s", "n/a");
             else
@@ -361,13 +381,19 @@ int main(int argc, char** argv) {
             timing(again_ratio, sizeof again_ratio, r.again_plan < 0 ? -1 : r.again_plan / r.estimate_plan, 8);
             timing(again_loaded_ratio, sizeof again_loaded_ratio,
                    r.again_plan < 0 ? -1 : r.again_plan / r.estimate_loaded_plan, 8);
+            if (r.darray_estimate < 0)
+              std::snprintf(est, sizeof est, "%10s", "-");
+            else
+              std::snprintf(est, sizeof est, "%10.5f", r.darray_estimate);
+            timing(est_ratio, sizeof est_ratio, r.darray_estimate < 0 ? -1 : r.darray / r.darray_estimate, 6);
             std::printf(
                 "%-4s %-10s %5lld %10.5f %10.5f %6.3f %8.2f %8.2f %s %8.3f %11.3f %8.3f %s %s %s %s %s %10.5f %10.5f "
-                "%6.3f  %s / %s\n",
+                "%6.3f %s %s  %s / %s\n",
                 kind.c_str(), layout.c_str(), static_cast<long long>(n), r.darray, r.fftw_mpi, r.darray / r.fftw_mpi,
                 flops / r.darray * 1e-9, flops / r.fftw_mpi * 1e-9, diff, r.plan, r.fftw_mpi_plan,
                 r.estimate_plan * 1e3, wis, ratio, again, again_ratio, again_loaded_ratio, r.darray_backward,
-                r.fftw_mpi_backward, r.darray_backward / r.fftw_mpi_backward, r.strategies.c_str(), r.layout.c_str());
+                r.fftw_mpi_backward, r.darray_backward / r.fftw_mpi_backward, est, est_ratio, r.strategies.c_str(),
+                r.layout.c_str());
             std::fflush(stdout);
           }
           if (r.difference > 1e-12) {
