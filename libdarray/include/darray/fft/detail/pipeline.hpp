@@ -752,26 +752,22 @@ class PlanCore {
     enum class Build { every_slot, open_candidates, followers };
     auto build = [&](Build what) {
       if (what != Build::followers) prepare_fused();
-      for (std::size_t k = 0; k < all.size(); ++k) {
-        const Slot& slot = all[k];
-        const bool following = std::find(follow.begin(), follow.end(), k) != follow.end();
-        if (what != Build::every_slot && following != (what == Build::followers)) continue;
-        const bool measured = std::find(open.begin(), open.end(), k) != open.end();
-        const std::vector<Strategy> list = measured && what == Build::open_candidates
-                                               ? candidates(slot)
-                                               : std::vector<Strategy>{m_strategy[slot.stage][slot.forward ? 0 : 1]};
-        for (const Strategy& st : list)
-          if (st.method != Method::estimate || !measured || what != Build::open_candidates)
-            for (std::size_t i = 0; i < m_boxes.size(); ++i) m_local.prepare(slot_problem(slot, st, i), st.method);
-      }
-      // The `estimate` candidates after every measured one: FFTW_ESTIMATE takes the measured wisdom in memory, and
-      // planned after them it meets the measured wisdom that a plan from the saved file loads, so that plan, choosing
-      // `estimate`, gets these FFTW plans and computes what this one computes.
-      if (what == Build::open_candidates)
-        for (std::size_t k : open)
-          for (const Strategy& st : candidates(all[k]))
-            if (st.method == Method::estimate)
-              for (std::size_t i = 0; i < m_boxes.size(); ++i) m_local.prepare(slot_problem(all[k], st, i), st.method);
+      // `estimate` plans in a second sweep, after every other: FFTW_ESTIMATE takes the measured wisdom in memory, and
+      // planned after the measured candidates it meets the measured wisdom that a plan from the saved file loads, so
+      // that plan, choosing `estimate`, gets these FFTW plans and computes what this one computes.
+      for (const bool estimate_sweep : {false, true})
+        for (std::size_t k = 0; k < all.size(); ++k) {
+          const Slot& slot = all[k];
+          const bool following = std::find(follow.begin(), follow.end(), k) != follow.end();
+          if (what != Build::every_slot && following != (what == Build::followers)) continue;
+          const bool measured = std::find(open.begin(), open.end(), k) != open.end();
+          const std::vector<Strategy> list = measured && what == Build::open_candidates
+                                                 ? candidates(slot)
+                                                 : std::vector<Strategy>{m_strategy[slot.stage][slot.forward ? 0 : 1]};
+          for (const Strategy& st : list)
+            if ((st.method == Method::estimate) == estimate_sweep)
+              for (std::size_t i = 0; i < m_boxes.size(); ++i) m_local.prepare(slot_problem(slot, st, i), st.method);
+        }
     };
     if (open.empty()) {
       darray::detail::run_agreed(comm, [&] { build(Build::every_slot); });
