@@ -336,9 +336,9 @@ TEST_CASE("normalisations are applied by stage 0's local FFTs as they write, on 
   // Stage 0's local FFTs scale what they write (FftwPlan::execute), the first step of a forward, the last of a
   // backward: at one device 40 x 50 x 36 transforms dim 0 in a whole-block pass of interleaved tiles (scaled as each
   // tile is scattered) after FFTW's plan plane by plane, 180 x 2 x 230 dim 0 in column tiles (n > 128), 4 x 6 x 5 and
-  // 3 x 5 x 7 in one FFTW plan (the group scaled after it); r2c and c2r of 40 x 50 x 32 go through row pairs plane by
-  // plane. More devices give thinner slabs and pencils, whose forwards go on through transposes and more stages after
-  // the scaled one.
+  // 3 x 5 x 7 in one FFTW plan (the group scaled after it); r2c and c2r of 40 x 50 x 32 go through half-length rows
+  // plane by plane. More devices give thinner slabs and pencils, whose forwards go on through transposes and more
+  // stages after the scaled one.
   struct Factors {
     fft::Normalization norm;
     double forward, backward;  // of a shape of n elements: n^-forward, n^-backward
@@ -499,12 +499,13 @@ TEST_CASE("a fused stage run forward on one process and backward on another is t
                  1e-12));
 }
 
-TEST_CASE("r2c/c2r rows of power-of-two lengths go two at a time through one complex FFT", "[fft]") {
-  // Rows of 8 to 128 reals (to 64 under FFTW_MEASURE) go in pairs, a 32 KiB tile of pairs per complex FFT. Row counts
-  // at one device: 5 x 3 (odd: the last row pairs with zeros), 3 x 7 x 64 (11 pairs, under one tile of 32), 5 x 33 x
-  // 128 (83 pairs: 5 tiles of 16 and a tail of 3, odd), 8 x 64 x 64 (dim 0 tiled group by group, dim 1 FFTW's c2c after
-  // the pairs), 6 x 300 x 128 (dims 0 and 1 both tiled, no c2c after the pairs); complex64: 3 x 45 x 64 (68 pairs: a
-  // tile of 64 and a tail of 4, odd).
+TEST_CASE("r2c/c2r rows of even lengths go through complex FFTs of half their length", "[fft]") {
+  // Rows of 16 to 512 reals (even; to 128 under FFTW_MEASURE) go as rows of half as many complex points, a 16 KiB tile
+  // of rows per FFTW plan. Row counts and tiles at one device: 5 x 3 x 16 (15 rows, under one tile of 128), 3 x 7 x 64
+  // (21 rows, one tile of 32), 5 x 33 x 128 (165 rows: 10 tiles of 16 and a tail of 5), 8 x 64 x 64 (dim 0 tiled group
+  // by group, dim 1 FFTW's c2c after the rows), 6 x 300 x 128 (dims 0 and 1 both tiled, no c2c after the rows); 4 x 9 x
+  // 18 (9 points a row: no middle point), 3 x 10 x 100 and 2 x 6 x 256 (not powers of two; past 128 points, estimate
+  // only); complex64: 3 x 45 x 64 (135 rows: 2 tiles of 64 and a tail of 7), 2 x 5 x 16 measured.
   auto round_trip = [](auto zero, const Shape& shape, fft::Planner planner, std::uint64_t seed, double tol) {
     fft::Options options;
     options.planner = planner;
@@ -512,18 +513,20 @@ TEST_CASE("r2c/c2r rows of power-of-two lengths go two at a time through one com
       check_real_round_trip<decltype(zero)>(shape, NamedSharding(make_mesh({device_count()}, {"x"}), spec), options,
                                             seed, tol);
   };
-  for (const Shape& shape : {Shape{5, 3, 8}, Shape{3, 7, 64}, Shape{5, 33, 128}, Shape{8, 64, 64}, Shape{6, 300, 128}})
+  for (const Shape& shape : {Shape{5, 3, 16}, Shape{3, 7, 64}, Shape{5, 33, 128}, Shape{8, 64, 64}, Shape{6, 300, 128},
+                             Shape{4, 9, 18}, Shape{3, 10, 100}, Shape{2, 6, 256}})
     round_trip(0.0, shape, fft::Planner::estimate, 61, 1e-12);
   round_trip(0.0, Shape{3, 7, 64}, fft::Planner::measure, 62, 1e-12);
   round_trip(0.0f, Shape{3, 45, 64}, fft::Planner::estimate, 63, 1e-5);
   round_trip(0.0f, Shape{2, 5, 16}, fft::Planner::measure, 64, 1e-5);
 }
 
-// FftwRowPairs on its own: rows x n reals through the pairs with the AVX2 loops (on a CPU with AVX2) and with the
-// baseline loops, r2c and c2r; both must give the same bits.
+// FftwHalfRows on its own: rows x n reals with the AVX2 pass (on a CPU with AVX2) and with the baseline pass, r2c and
+// c2r; both must give the same bits, and the spectra FFTW's r2c plan of the same rows gives.
 template <class R>
-void check_pair_loops_agree(int64_t rows, int64_t n, unsigned flags) {
-  using Pairs = fft::detail::FftwRowPairs<R>;
+void check_half_row_loops_agree(int64_t rows, int64_t n, unsigned flags) {
+  using Rows = fft::detail::FftwHalfRows<R>;
+  using Api = fft::detail::FftwApi<R>;
   const int64_t nc = n / 2 + 1;
   std::vector<R> x(static_cast<std::size_t>(rows * n)), spectra[2], back[2];
   std::uint64_t state = 77 + static_cast<std::uint64_t>(rows * n);
@@ -532,7 +535,7 @@ void check_pair_loops_agree(int64_t rows, int64_t n, unsigned flags) {
     v = static_cast<R>(static_cast<double>(state >> 11) / 9007199254740992.0 - 0.5);
   }
   for (int avx2 = 0; avx2 < 2; ++avx2) {
-    Pairs r2c(rows, n, true, flags), c2r(rows, n, false, flags);
+    Rows r2c(rows, n, true, flags), c2r(rows, n, false, flags);
     r2c.set_avx2(avx2 == 1);
     c2r.set_avx2(avx2 == 1);
     REQUIRE(r2c.avx2() == (avx2 == 1 && fft::detail::cpu_has_avx2()));
@@ -545,20 +548,35 @@ void check_pair_loops_agree(int64_t rows, int64_t n, unsigned flags) {
   }
   REQUIRE(spectra[0] == spectra[1]);
   REQUIRE(back[0] == back[1]);
-  // And they are the transforms: back = n x (up to rounding).
-  double err = 0;
+  // The spectra are FFTW's r2c of the rows, and back = n x (up to rounding).
+  std::vector<R> xr = x, expect(spectra[0].size());
+  const typename Api::iodim dim{static_cast<std::ptrdiff_t>(n), 1, 1};
+  const typename Api::iodim loop{static_cast<std::ptrdiff_t>(rows), static_cast<std::ptrdiff_t>(n),
+                                 static_cast<std::ptrdiff_t>(nc)};
+  const auto plan = Api::r2c(1, &dim, 1, &loop, xr.data(), expect.data(), FFTW_ESTIMATE);
+  REQUIRE(plan != nullptr);
+  Api::execute_r2c(plan, xr.data(), expect.data());
+  Api::destroy(plan);
+  double err = 0, scale = 0;
+  for (std::size_t i = 0; i < expect.size(); ++i) {
+    err = std::max(err, std::abs(static_cast<double>(spectra[0][i]) - static_cast<double>(expect[i])));
+    scale = std::max(scale, std::abs(static_cast<double>(expect[i])));
+  }
+  const double tol = std::is_same<R, double>::value ? 1e-13 : 1e-5;
+  REQUIRE(err <= tol * scale);
+  err = 0;
   for (std::size_t i = 0; i < x.size(); ++i)
     err = std::max(err, std::abs(static_cast<double>(back[0][i]) / static_cast<double>(n) - x[i]));
-  REQUIRE(err < (std::is_same<R, double>::value ? 1e-13 : 1e-5));
+  REQUIRE(err < tol);
 }
 
-TEST_CASE("r2c/c2r row pairs: the AVX2 loops and the baseline loops give the same bits", "[fft]") {
-  if (!fft::detail::cpu_has_avx2()) WARN("this CPU has no AVX2: both runs take the baseline loops");
-  for (const int64_t n : {8, 16, 64, 128})
+TEST_CASE("r2c/c2r half-length rows: the AVX2 pass and the baseline pass give the same bits", "[fft]") {
+  if (!fft::detail::cpu_has_avx2()) WARN("this CPU has no AVX2: both runs take the baseline pass");
+  for (const int64_t n : {2, 4, 8, 16, 18, 64, 100, 128, 256})
     for (const int64_t rows : {int64_t{1}, int64_t{7}, int64_t{300}, int64_t{4096 / n + 1}}) {
       INFO("rows " << rows << " n " << n);
-      check_pair_loops_agree<double>(rows, n, FFTW_ESTIMATE);
-      check_pair_loops_agree<float>(rows, n, FFTW_ESTIMATE);
+      check_half_row_loops_agree<double>(rows, n, FFTW_ESTIMATE);
+      check_half_row_loops_agree<float>(rows, n, FFTW_ESTIMATE);
     }
 }
 
@@ -567,7 +585,7 @@ TEST_CASE("FFTW's plan of the dims inside a group runs group by group, a lone ou
   // Local blocks of 40 x 50 x n2 at one device: dim 0 spans 0.6-1.2 MB (a group of columns with nothing outside it:
   // a whole-block tiled pass), dim 1 29-58 KB (FFTW's plan, run on one 50 x n2 plane after the other). At more devices
   // the slabs of dim 0 are thinner, still planes. 40 x 7 x 9: groups of 63 reals and 35 complex (FFTW's unaligned
-  // plans on odd group offsets); 40 x 50 x 32: rows of 32 in pairs, a plane at a time.
+  // plans on odd group offsets); 40 x 50 x 32: half-length rows of 32, a plane at a time.
   const NamedSharding slabs(make_mesh({device_count()}, {"x"}), P("x"));
   for (const Shape& shape : {Shape{40, 50, 36}, Shape{40, 7, 9}}) {
     INFO("shape " << shape_to_string(shape));

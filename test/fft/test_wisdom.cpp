@@ -717,9 +717,10 @@ TEST_CASE(
 TEST_CASE("a real backward transform leaves its input as it was under every strategy, at one stage too", "[fft]") {
   TempDir dir;
   const std::string path = dir.file("fft.wisdom");
-  // Under `passes` on one device: (12, 10, 8) FFTW's plans and row pairs; (64, 64, 128) a whole-block tiled pass along
-  // dim 0 (4.3 MB), then row pairs; (4, 96, 200) dim 0 over the whole block, dim 1 tiled plane by plane (155 KB),
-  // FFTW's c2r of dim 2. FFTW's c2r overwrites what it reads: at one stage the plan reads the caller's blocks.
+  // Under `passes` on one device: (12, 10, 8) FFTW's plans (rows of 8: no half-length rows); (64, 64, 128) a
+  // whole-block tiled pass along dim 0 (4.3 MB), then half-length rows; (4, 96, 200) dim 0 over the whole block, dim 1
+  // tiled plane by plane (155 KB), FFTW's c2r of dim 2. FFTW's c2r overwrites what it reads: at one stage the plan
+  // reads the caller's blocks.
   for (const Shape& shape : {Shape{12, 10, 8}, Shape{64, 64, 128}, Shape{4, 96, 200}}) {
     const NamedSharding sharding(make_mesh({device_count()}, {"x"}), P("x"));
     INFO(shape_to_string(shape) << " " << sharding);
@@ -774,9 +775,9 @@ TEST_CASE(
     "[fft]") {
   TempDir dir;
   const std::string path = dir.file("fft.wisdom");
-  // (16, 40, 36): tiled passes differ from FFTW's strided plans; (8, 64, 128): r2c rows of 128 points, in pairs under
-  // FFTW_ESTIMATE only (pair_rows); (9, 5, 3): odd lengths.
-  for (const Shape& shape : {Shape{16, 40, 36}, Shape{8, 64, 128}, Shape{9, 5, 3}})
+  // (16, 40, 36): tiled passes differ from FFTW's strided plans; (8, 32, 256): r2c rows of 256 points, half-length
+  // rows under FFTW_ESTIMATE only (half_rows); (9, 5, 3): odd lengths.
+  for (const Shape& shape : {Shape{16, 40, 36}, Shape{8, 32, 256}, Shape{9, 5, 3}})
     for (const Mesh& mesh : fft_test::test_meshes()) {
       const NamedSharding sharding(mesh, mesh.ndim() == 1 ? P("x") : P("r", "c"));
       for (auto layout : {fft::OutputLayout::same, fft::OutputLayout::transposed}) {

@@ -11,11 +11,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -30,11 +32,12 @@
 #define DARRAY_FFTW_ALWAYS_INLINE inline
 #endif
 
-// x86-64 builds with GCC or Clang compile FftwRowPairs's pack and split loops a second time for AVX2 and run that
-// copy where the CPU has it (the library itself is built for the baseline ISA).
+// x86-64 builds with GCC or Clang compile FftwHalfRows's pass over its rows a second time for AVX2 and run that copy
+// where the CPU has it (the library itself is built for the baseline ISA).
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(__CUDACC__)
 #define DARRAY_FFTW_TARGET_AVX2 1
 #define DARRAY_FFTW_INLINE DARRAY_FFTW_ALWAYS_INLINE
+#include <immintrin.h>
 #else
 #define DARRAY_FFTW_TARGET_AVX2 0
 #define DARRAY_FFTW_INLINE inline
@@ -103,6 +106,44 @@ DARRAY_FFTW_API(double, fftw_)
 DARRAY_FFTW_API(float, fftwf_)
 #undef DARRAY_FFTW_API
 
+// An FFTW plan that destroys itself, under the planner mutex (FFTW's planner and plan destruction share its tables).
+template <class R>
+struct FftwPlanDestroy {
+  void operator()(typename FftwApi<R>::plan_type p) const {
+    std::lock_guard<std::mutex> lock(fftw_planner_mutex());
+    FftwApi<R>::destroy(p);
+  }
+};
+template <class R>
+using FftwPlanHandle = std::unique_ptr<std::remove_pointer_t<typename FftwApi<R>::plan_type>, FftwPlanDestroy<R>>;
+
+// `count` elements of T from FFTW's allocator (SIMD-aligned), given back to it.
+template <class R>
+struct FftwFree {
+  void operator()(void* p) const { FftwApi<R>::release(p); }
+};
+template <class R, class T>
+using FftwBuffer = std::unique_ptr<T, FftwFree<R>>;
+template <class R, class T>
+FftwBuffer<R, T> fftw_buffer(std::size_t count) {
+  FftwBuffer<R, T> buffer(static_cast<T*>(FftwApi<R>::allocate(count * sizeof(T))));
+  DARRAY_THROW_IF(!buffer, Error, "fft::Plan", "cannot allocate an FFT buffer of " << count * sizeof(T) << " bytes");
+  return buffer;
+}
+
+// FFTW's c2c plan of loop.n FFTs of dim.n points from `in` to `out` (one dim, one loop), under the planner mutex.
+template <class R>
+FftwPlanHandle<R> fftw_plan_ffts(const typename FftwApi<R>::iodim& dim, const typename FftwApi<R>::iodim& loop,
+                                 void* in, void* out, int sign, unsigned flags) {
+  typename FftwApi<R>::plan_type p = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(fftw_planner_mutex());
+    p = FftwApi<R>::dft(1, &dim, 1, &loop, in, out, sign, flags);
+  }
+  DARRAY_THROW_IF(p == nullptr, NotSupported, "fft::Plan", "FFTW could not plan " << loop.n << " FFTs of " << dim.n);
+  return FftwPlanHandle<R>(p);
+}
+
 // The bytes of one element of a problem's input and output block: real on r2c's input and c2r's output.
 template <class R>
 std::size_t in_element_bytes(Kind kind) {
@@ -124,23 +165,14 @@ class FftwGuruPlan {
  public:
   // flags: the planner effort, FFTW_ESTIMATE, FFTW_MEASURE or FFTW_PATIENT.
   FftwGuruPlan(const LocalProblem& problem, std::vector<int> positions, unsigned flags)
-      : m_problem(problem), m_positions(std::move(positions)), m_flags(flags) {
-    m_aligned = make(0u);
-  }
-  FftwGuruPlan(const FftwGuruPlan&) = delete;
-  FftwGuruPlan& operator=(const FftwGuruPlan&) = delete;
-  ~FftwGuruPlan() {
-    std::lock_guard<std::mutex> lock(fftw_planner_mutex());
-    if (m_aligned != nullptr) Api::destroy(m_aligned);
-    if (m_unaligned != nullptr) Api::destroy(m_unaligned);
-  }
+      : m_problem(problem), m_positions(std::move(positions)), m_flags(flags), m_aligned(make(0u)) {}
 
   // in and out hold the blocks of the problem (the same pointer for in-place problems).
   void execute(void* in, void* out) {
-    typename Api::plan_type p = m_aligned;
+    typename Api::plan_type p = m_aligned.get();
     if (Api::alignment_of(in) != 0 || Api::alignment_of(out) != 0) {
-      if (m_unaligned == nullptr) m_unaligned = make(FFTW_UNALIGNED);
-      p = m_unaligned;
+      if (!m_unaligned) m_unaligned = make(FFTW_UNALIGNED);
+      p = m_unaligned.get();
     }
     switch (m_problem.kind) {
       case Kind::c2c:
@@ -156,7 +188,7 @@ class FftwGuruPlan {
   }
 
  private:
-  typename Api::plan_type make(unsigned extra_flags) {
+  FftwPlanHandle<R> make(unsigned extra_flags) {
     const LocalProblem& pb = m_problem;
     const std::size_t in_elem = in_element_bytes<R>(pb.kind), out_elem = out_element_bytes<R>(pb.kind);
     const Shape in_strides = row_major_strides(pb.in_layout()), out_strides = row_major_strides(pb.out_layout());
@@ -213,14 +245,13 @@ class FftwGuruPlan {
                                                  : pb.kind == Kind::r2c ? "r2c"
                                                                         : "c2r")
                                              << " transform of a " << shape_to_string(pb.in_block) << " block");
-    return p;
+    return FftwPlanHandle<R>(p);
   }
 
   LocalProblem m_problem;
   std::vector<int> m_positions;
   unsigned m_flags;
-  typename Api::plan_type m_aligned = nullptr;
-  typename Api::plan_type m_unaligned = nullptr;
+  FftwPlanHandle<R> m_aligned, m_unaligned;
 };
 
 // Prefetches the cache lines of `bytes` bytes from p (for writing when Write; Keep: into every cache level, else
@@ -269,7 +300,7 @@ void scale_reals(void* p, std::size_t count, R factor) {
 
 // A scratch tile and FFTW's in-place c2c plans on it: `full` FFTs of n points, and `tail` of them (0: none) for a
 // last tile that holds fewer. FFT k's element i lies at i * count + k (interleaved) or at k * n + i. The tile holds
-// n * full elements and `extra` more after them. Shared by FftwTiledPass and FftwRowPairs.
+// n * full elements and `extra` more after them.
 template <class R>
 class FftwTile {
   using Api = FftwApi<R>;
@@ -278,59 +309,37 @@ class FftwTile {
   struct Cx {
     R re, im;
   };
-  // What a tile of either user holds at most: L1's 32 KiB (measured for each, see FftwTiledPass and FftwRowPairs).
+  // What a tile holds at most: L1's 32 KiB (measured, see FftwTiledPass; FftwHalfRows's tiles take half of it).
   static constexpr std::size_t l1_bytes = std::size_t(32) << 10;
 
   FftwTile(int64_t n, int64_t full, int64_t tail, bool interleaved, bool forward, unsigned flags, std::size_t extra = 0)
-      : m_n(n), m_full_count(full), m_interleaved(interleaved) {
-    const std::size_t elements = static_cast<std::size_t>(n * full) + extra;
-    m_scratch = static_cast<Cx*>(Api::allocate(elements * sizeof(Cx)));
-    DARRAY_THROW_IF(m_scratch == nullptr, Error, "fft::Plan",
-                    "cannot allocate an FFT tile of " << elements << " elements");
-    try {
-      m_full = make(full, forward, flags);
-      if (tail != 0) m_tail = make(tail, forward, flags);
-    } catch (...) {
-      release();
-      throw;
-    }
+      : m_n(n),
+        m_full_count(full),
+        m_interleaved(interleaved),
+        m_scratch(fftw_buffer<R, Cx>(static_cast<std::size_t>(n * full) + extra)) {
+    m_full = make(full, forward, flags);
+    if (tail != 0) m_tail = make(tail, forward, flags);
   }
-  FftwTile(const FftwTile&) = delete;
-  FftwTile& operator=(const FftwTile&) = delete;
-  ~FftwTile() { release(); }
 
-  Cx* data() const { return m_scratch; }
+  Cx* data() const { return m_scratch.get(); }
   // The FFTs of a tile of `count` columns: the full count or the tail's.
-  void execute(int64_t count) { Api::execute_dft(count == m_full_count ? m_full : m_tail, m_scratch, m_scratch); }
+  void execute(int64_t count) {
+    Api::execute_dft((count == m_full_count ? m_full : m_tail).get(), m_scratch.get(), m_scratch.get());
+  }
 
  private:
-  typename Api::plan_type make(int64_t count, bool forward, unsigned flags) {
+  FftwPlanHandle<R> make(int64_t count, bool forward, unsigned flags) {
     const auto stride = static_cast<std::ptrdiff_t>(m_interleaved ? count : 1);
     const auto distance = static_cast<std::ptrdiff_t>(m_interleaved ? 1 : m_n);
-    const typename Api::iodim dim{static_cast<std::ptrdiff_t>(m_n), stride, stride};
-    const typename Api::iodim loop{static_cast<std::ptrdiff_t>(count), distance, distance};
-    typename Api::plan_type p = nullptr;
-    {
-      std::lock_guard<std::mutex> lock(fftw_planner_mutex());
-      p = Api::dft(1, &dim, 1, &loop, m_scratch, m_scratch, forward ? FFTW_FORWARD : FFTW_BACKWARD, flags);
-    }
-    DARRAY_THROW_IF(p == nullptr, NotSupported, "fft::Plan", "FFTW could not plan " << count << " FFTs of " << m_n);
-    return p;
-  }
-  void release() noexcept {
-    std::lock_guard<std::mutex> lock(fftw_planner_mutex());
-    if (m_full != nullptr) Api::destroy(m_full);
-    if (m_tail != nullptr) Api::destroy(m_tail);
-    if (m_scratch != nullptr) Api::release(m_scratch);
-    m_full = m_tail = nullptr;
-    m_scratch = nullptr;
+    return fftw_plan_ffts<R>({static_cast<std::ptrdiff_t>(m_n), stride, stride},
+                             {static_cast<std::ptrdiff_t>(count), distance, distance}, m_scratch.get(), m_scratch.get(),
+                             forward ? FFTW_FORWARD : FFTW_BACKWARD, flags);
   }
 
   int64_t m_n = 1, m_full_count = 1;
   bool m_interleaved = false;
-  Cx* m_scratch = nullptr;
-  typename Api::plan_type m_full = nullptr;
-  typename Api::plan_type m_tail = nullptr;
+  FftwBuffer<R, Cx> m_scratch;
+  FftwPlanHandle<R> m_full, m_tail;
 };
 
 // A c2c pass along one strided dim of a complex block (extents in memory order), in tiles: `chunk` columns of the
@@ -428,152 +437,314 @@ class FftwTiledPass {
   std::unique_ptr<FftwTile<R>> m_tile;  // m_chunk columns
 };
 
-// r2c (or c2r) along the contiguous innermost dim, two real rows as one complex row: rows 2q and 2q+1 are packed
-// into the real and imaginary parts of z, a tile of such rows (FftwTile::l1_bytes) is transformed by FFTW's c2c
-// plan, and each is split as X[k] = (Z[k] + conj Z[n-k]) / 2, Y[k] = (Z[k] - conj Z[n-k]) / 2i. c2r runs it
-// backwards: Z = X + iY over the whole spectrum (the imaginary parts of X[0] and X[n/2] dropped, as c2r drops
-// them), a backward c2c, x = Re z, y = Im z. An odd last row pairs with a row of zeros. FFTW's c2c codelets of
-// power-of-two lengths are SIMD where FFTW_ESTIMATE gives r2c scalar ones ("rdft2-r2hc-direct-64"); see pair_rows().
-// The pack and split loops run as AVX2 code where the CPU has it (DARRAY_FFTW_TARGET_AVX2): 1 Mi reals in rows of
-// 32, 64, 128, r2c 0.86 / 0.93-0.95 / 1.08 -> 0.76 / 0.85-0.87 / 0.92 ms, c2r of 64 and 128 1.08-1.18 -> 0.96-1.04 ms.
+#if DARRAY_FFTW_TARGET_AVX2
+// FftwHalfRows's pass over a row as AVX2 code (see there): points k .. k + L - 1 of the row and their mirrors
+// m - k .. m - k - L + 1 in one vector each (L = 2 complex128, 4 then 2 complex64), from k = 1 while the two runs do
+// not meet; returns the first point left to the scalar code. x: the half spectrum (m + 1 points), z: the tile row (m),
+// p and q: the twiddle tables. The operations are the scalar code's, in its order, with no FMA: the same bits.
 template <class R>
-class FftwRowPairs {
+struct HalfRowsAvx2;
+
+template <>
+struct HalfRowsAvx2<double> {
+  static __attribute__((target("avx2"))) __m256d mirror(__m256d v) { return _mm256_permute4x64_pd(v, 0x4E); }
+  static __attribute__((target("avx2"))) __m256d swap(__m256d v) { return _mm256_permute_pd(v, 0x5); }
+
+  static __attribute__((target("avx2"))) int64_t split(double* x, const double* z, const double* p, const double* q,
+                                                       int64_t m) {
+    const __m256d neg_im = _mm256_setr_pd(0.0, -0.0, 0.0, -0.0), half = _mm256_set1_pd(0.5);
+    int64_t k = 1;
+    for (; k + 1 < m - k - 1; k += 2) {
+      const __m256d a = _mm256_loadu_pd(z + 2 * k);
+      const __m256d bc = _mm256_xor_pd(mirror(_mm256_loadu_pd(z + 2 * (m - k - 1))), neg_im);  // conj Z[m-k]
+      const __m256d s = _mm256_add_pd(a, bc), d = _mm256_sub_pd(a, bc);
+      const __m256d t = _mm256_add_pd(_mm256_mul_pd(_mm256_loadu_pd(p + 2 * k), swap(d)),
+                                      _mm256_mul_pd(_mm256_loadu_pd(q + 2 * k), d));
+      _mm256_storeu_pd(x + 2 * k, _mm256_mul_pd(_mm256_add_pd(s, t), half));
+      _mm256_storeu_pd(x + 2 * (m - k - 1), mirror(_mm256_xor_pd(_mm256_mul_pd(_mm256_sub_pd(s, t), half), neg_im)));
+    }
+    return k;
+  }
+
+  static __attribute__((target("avx2"))) int64_t combine(double* z, const double* x, const double* p, const double* q,
+                                                         int64_t m) {
+    const __m256d neg_im = _mm256_setr_pd(0.0, -0.0, 0.0, -0.0), neg_re = _mm256_setr_pd(-0.0, 0.0, -0.0, 0.0);
+    int64_t k = 1;
+    for (; k + 1 < m - k - 1; k += 2) {
+      const __m256d a = _mm256_loadu_pd(x + 2 * k);
+      const __m256d bc = _mm256_xor_pd(mirror(_mm256_loadu_pd(x + 2 * (m - k - 1))), neg_im);  // conj X[m-k]
+      const __m256d s = _mm256_add_pd(a, bc), d = _mm256_sub_pd(a, bc);
+      const __m256d o = swap(_mm256_add_pd(_mm256_mul_pd(_mm256_loadu_pd(p + 2 * k), d),
+                                           _mm256_mul_pd(_mm256_loadu_pd(q + 2 * k), swap(d))));
+      _mm256_storeu_pd(z + 2 * k, _mm256_add_pd(s, _mm256_xor_pd(o, neg_re)));
+      _mm256_storeu_pd(z + 2 * (m - k - 1), mirror(_mm256_add_pd(_mm256_xor_pd(s, neg_im), o)));
+    }
+    return k;
+  }
+};
+
+template <>
+struct HalfRowsAvx2<float> {
+  static __attribute__((target("avx2"))) __m256 mirror(__m256 v) {
+    return _mm256_permutevar8x32_ps(v, _mm256_setr_epi32(6, 7, 4, 5, 2, 3, 0, 1));
+  }
+  static __attribute__((target("avx2"))) __m256 swap(__m256 v) { return _mm256_permute_ps(v, 0xB1); }
+  static __attribute__((target("avx2"))) __m128 mirror2(__m128 v) { return _mm_shuffle_ps(v, v, 0x4E); }
+  static __attribute__((target("avx2"))) __m128 swap2(__m128 v) { return _mm_shuffle_ps(v, v, 0xB1); }
+
+  static __attribute__((target("avx2"))) int64_t split(float* x, const float* z, const float* p, const float* q,
+                                                       int64_t m) {
+    const __m256 neg_im = _mm256_setr_ps(0.0f, -0.0f, 0.0f, -0.0f, 0.0f, -0.0f, 0.0f, -0.0f);
+    const __m256 half = _mm256_set1_ps(0.5f);
+    int64_t k = 1;
+    for (; k + 3 < m - k - 3; k += 4) {
+      const __m256 a = _mm256_loadu_ps(z + 2 * k);
+      const __m256 bc = _mm256_xor_ps(mirror(_mm256_loadu_ps(z + 2 * (m - k - 3))), neg_im);
+      const __m256 s = _mm256_add_ps(a, bc), d = _mm256_sub_ps(a, bc);
+      const __m256 t = _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(p + 2 * k), swap(d)),
+                                     _mm256_mul_ps(_mm256_loadu_ps(q + 2 * k), d));
+      _mm256_storeu_ps(x + 2 * k, _mm256_mul_ps(_mm256_add_ps(s, t), half));
+      _mm256_storeu_ps(x + 2 * (m - k - 3), mirror(_mm256_xor_ps(_mm256_mul_ps(_mm256_sub_ps(s, t), half), neg_im)));
+    }
+    // Then 2 points a vector (rows of 16 and 32 reals leave 2 and 3 points pairs to it).
+    const __m128 neg_im2 = _mm256_castps256_ps128(neg_im), half2 = _mm256_castps256_ps128(half);
+    for (; k + 1 < m - k - 1; k += 2) {
+      const __m128 a = _mm_loadu_ps(z + 2 * k);
+      const __m128 bc = _mm_xor_ps(mirror2(_mm_loadu_ps(z + 2 * (m - k - 1))), neg_im2);
+      const __m128 s = _mm_add_ps(a, bc), d = _mm_sub_ps(a, bc);
+      const __m128 t =
+          _mm_add_ps(_mm_mul_ps(_mm_loadu_ps(p + 2 * k), swap2(d)), _mm_mul_ps(_mm_loadu_ps(q + 2 * k), d));
+      _mm_storeu_ps(x + 2 * k, _mm_mul_ps(_mm_add_ps(s, t), half2));
+      _mm_storeu_ps(x + 2 * (m - k - 1), mirror2(_mm_xor_ps(_mm_mul_ps(_mm_sub_ps(s, t), half2), neg_im2)));
+    }
+    return k;
+  }
+
+  static __attribute__((target("avx2"))) int64_t combine(float* z, const float* x, const float* p, const float* q,
+                                                         int64_t m) {
+    const __m256 neg_im = _mm256_setr_ps(0.0f, -0.0f, 0.0f, -0.0f, 0.0f, -0.0f, 0.0f, -0.0f);
+    const __m256 neg_re = _mm256_setr_ps(-0.0f, 0.0f, -0.0f, 0.0f, -0.0f, 0.0f, -0.0f, 0.0f);
+    int64_t k = 1;
+    for (; k + 3 < m - k - 3; k += 4) {
+      const __m256 a = _mm256_loadu_ps(x + 2 * k);
+      const __m256 bc = _mm256_xor_ps(mirror(_mm256_loadu_ps(x + 2 * (m - k - 3))), neg_im);
+      const __m256 s = _mm256_add_ps(a, bc), d = _mm256_sub_ps(a, bc);
+      const __m256 o = swap(_mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(p + 2 * k), d),
+                                          _mm256_mul_ps(_mm256_loadu_ps(q + 2 * k), swap(d))));
+      _mm256_storeu_ps(z + 2 * k, _mm256_add_ps(s, _mm256_xor_ps(o, neg_re)));
+      _mm256_storeu_ps(z + 2 * (m - k - 3), mirror(_mm256_add_ps(_mm256_xor_ps(s, neg_im), o)));
+    }
+    const __m128 neg_im2 = _mm256_castps256_ps128(neg_im), neg_re2 = _mm256_castps256_ps128(neg_re);
+    for (; k + 1 < m - k - 1; k += 2) {
+      const __m128 a = _mm_loadu_ps(x + 2 * k);
+      const __m128 bc = _mm_xor_ps(mirror2(_mm_loadu_ps(x + 2 * (m - k - 1))), neg_im2);
+      const __m128 s = _mm_add_ps(a, bc), d = _mm_sub_ps(a, bc);
+      const __m128 o =
+          swap2(_mm_add_ps(_mm_mul_ps(_mm_loadu_ps(p + 2 * k), d), _mm_mul_ps(_mm_loadu_ps(q + 2 * k), swap2(d))));
+      _mm_storeu_ps(z + 2 * k, _mm_add_ps(s, _mm_xor_ps(o, neg_re2)));
+      _mm_storeu_ps(z + 2 * (m - k - 1), mirror2(_mm_add_ps(_mm_xor_ps(s, neg_im2), o)));
+    }
+    return k;
+  }
+};
+#endif
+
+// r2c (or c2r) along the contiguous innermost dim, each row of n reals (n even) as a complex row of m = n / 2
+// points: z[j] = x[2j] + i x[2j+1] is the real row itself, read in place by FFTW's c2c plan of m points (a tile of
+// rows at a time, FftwTile::l1_bytes / 2), and the half spectrum follows from Z = FFT(z) in one pass over the tile:
+// X[k] = (S + W^k D / i) / 2, X[m-k] = conj(S - W^k D / i) / 2 with S = Z[k] + conj Z[m-k], D = Z[k] - conj Z[m-k],
+// W = exp(-2 pi i / n); X[0] and X[m] from Z[0]. c2r runs it backwards: Z[k] = S + i conj(W^k) D from the half
+// spectrum (S, D of X[k] and X[m-k] now; the imaginary parts of X[0] and X[m] dropped, as c2r drops them), a backward
+// c2c from the tile into the real row. Half the points of an r2c per complex FFT, and no pass that packs rows: FFTW's
+// c2c codelets are SIMD where FFTW_ESTIMATE gives r2c scalar ones ("rdft2-r2hc-direct-64"), and its measured r2c
+// plans are slower still (see half_rows()). The pass over the tile runs as AVX2 code where the CPU has it
+// (DARRAY_FFTW_TARGET_AVX2), with the baseline code's operations in its order: the same bits.
+template <class R>
+class FftwHalfRows {
+  using Api = FftwApi<R>;
   using Cx = typename FftwTile<R>::Cx;
 
  public:
-  // rows rows of n reals (r2c's input, c2r's output) and of n / 2 + 1 complex (the other side).
-  FftwRowPairs(int64_t rows, int64_t n, bool r2c, unsigned flags) : m_rows(rows), m_n(n), m_nc(n / 2 + 1), m_r2c(r2c) {
-    const auto real_row = static_cast<std::size_t>(n) * sizeof(R), cx_row = static_cast<std::size_t>(m_nc) * sizeof(Cx);
-    m_in_row_bytes = r2c ? real_row : cx_row;
-    m_out_row_bytes = r2c ? cx_row : real_row;
-    const int64_t pairs = (rows + 1) / 2;
-    m_chunk =
-        std::max<int64_t>(1, std::min<int64_t>(pairs, static_cast<int64_t>(FftwTile<R>::l1_bytes / sizeof(Cx)) / n));
-    // A lone last row reads its partner from zeros and writes it to a spare row (2 nc reals hold n).
-    const auto spare = static_cast<std::size_t>(rows % 2 == 1 ? 2 * m_nc : 0);
-    m_tile = std::make_unique<FftwTile<R>>(n, m_chunk, pairs % m_chunk, /*interleaved=*/false, r2c, flags, spare);
-    if (spare != 0) {
-      m_zero = m_tile->data() + n * m_chunk;
-      m_discard = m_zero + m_nc;
-      std::fill(m_zero, m_zero + m_nc, Cx{0, 0});
+  // rows rows of n reals (r2c's input, c2r's output) and of n / 2 + 1 complex (the other side); n even.
+  FftwHalfRows(int64_t rows, int64_t n, bool r2c, unsigned flags)
+      : m_rows(rows), m_n(n), m_m(n / 2), m_nc(n / 2 + 1), m_r2c(r2c), m_flags(flags) {
+    DARRAY_THROW_IF(n < 2 || n % 2 != 0, Error, "fft::Plan", "internal: half-length rows of " << n << " reals");
+    m_in_row_bytes = r2c ? static_cast<std::size_t>(n) * sizeof(R) : static_cast<std::size_t>(m_nc) * sizeof(Cx);
+    m_out_row_bytes = r2c ? static_cast<std::size_t>(m_nc) * sizeof(Cx) : static_cast<std::size_t>(n) * sizeof(R);
+    m_chunk = std::max<int64_t>(
+        1, std::min<int64_t>(rows, static_cast<int64_t>(FftwTile<R>::l1_bytes / 2 / sizeof(Cx)) / m_m));
+    // Twiddles W^k for k = 0 .. m / 2, as the pass reads them: P = (wr, -wr) and Q = (wi, wi) per point (r2c), or
+    // (wr, wr) and (wi, -wi) (c2r). W^(m/2) = -i exactly where m is even: the middle point is conj Z[m/2].
+    const auto half = static_cast<std::size_t>(m_m / 2 + 1);
+    m_p.resize(2 * half + 8);
+    m_q.resize(2 * half + 8);
+    for (std::size_t k = 0; k < half; ++k) {
+      const long double angle =
+          -2.0L * 3.141592653589793238462643383279502884L * static_cast<long double>(k) / static_cast<long double>(n);
+      const R wr = static_cast<R>(std::cos(angle)), wi = static_cast<R>(std::sin(angle));
+      m_p[2 * k] = wr;
+      m_p[2 * k + 1] = r2c ? -wr : wr;
+      m_q[2 * k] = wi;
+      m_q[2 * k + 1] = r2c ? wi : -wi;
     }
+    m_tile = fftw_buffer<R, Cx>(static_cast<std::size_t>(m_chunk * m_m));
+    m_plans[0][0] = make(m_chunk, 0u);
+    if (rows % m_chunk != 0) m_plans[1][0] = make(rows % m_chunk, 0u);
   }
 
-  // Whether the AVX2 copy of the loops runs: where the CPU has AVX2, unless turned off (tests compare the two).
+  // Whether the AVX2 copy of the pass runs: where the CPU has AVX2, unless turned off (tests compare the two).
   bool avx2() const { return m_avx2; }
   void set_avx2(bool on) { m_avx2 = on && cpu_has_avx2(); }
 
   // r2c: in holds the real rows, out the half spectra; c2r the other way round. in is only read. more: the rows
   // right after these in both arrays (another group's) are transformed next.
   //
-  // While a tile's pairs are packed and split, the next tile's rows are prefetched, pair by pair, so that they
-  // arrive while FFTW transforms this tile: the hardware prefetchers lose the row streams at every tile (the
-  // packing reads 32 KiB, then FFTW works in L1 without a memory access), and a block evicted since its last use
-  // (by the user's work between transforms, or by FFTW-MPI's in bench/fft) was read by demand misses. Measured, the
-  // row pairs and the c2c along dim 1 of a 64^3 r2c block evicted before each transform (median of 101, without and
-  // with the prefetches interleaved): 1.37-1.47 -> 1.14-1.22 ms; in cache 0.71-0.80 -> 0.70-0.76 ms; bench/fft's
-  // 64^3 r2c at 1 process 1.02-1.24 -> 0.80-0.94x FFTW-MPI (bench/README, "Row pairs prefetch the next tile").
+  // While a tile is split (r2c) or combined (c2r), the next tile's rows are prefetched, row by row, so that they
+  // arrive while FFTW transforms: the hardware prefetchers lose the row streams at every tile, and a block evicted
+  // since its last use (by the user's work between transforms, or by FFTW-MPI's in bench/fft) was read by demand
+  // misses (the row pairs this replaced, 64^3 r2c evicted before each transform: 1.37-1.47 -> 1.14-1.22 ms).
   void execute(const void* in, void* out, bool more = false) {
-    const int64_t pairs = (m_rows + 1) / 2;
     m_prefetch_rows = more ? 2 * m_rows : m_rows;
-    for (int64_t q0 = 0; q0 < pairs; q0 += m_chunk) {
-      const int64_t c = std::min(m_chunk, pairs - q0);
-#if DARRAY_FFTW_TARGET_AVX2
-      if (m_avx2) {
-        into_tile_avx2(in, q0, c);
-        m_tile->execute(c);
-        out_of_tile_avx2(out, q0, c);
-        continue;
+    const auto* src = static_cast<const std::byte*>(in);
+    auto* dst = static_cast<std::byte*>(out);
+    m_prefetch_in = src;
+    m_prefetch_out = dst;
+    for (int64_t r0 = 0; r0 < m_rows; r0 += m_chunk) {
+      const int64_t c = std::min(m_chunk, m_rows - r0);
+      const std::byte* rows_in = src + static_cast<std::size_t>(r0) * m_in_row_bytes;
+      std::byte* rows_out = dst + static_cast<std::size_t>(r0) * m_out_row_bytes;
+      if (m_r2c) {
+        // FFTW's plans read; they take a const-less pointer, as FFTW's API does for out-of-place inputs.
+        run_fft(c, const_cast<std::byte*>(rows_in), m_tile.get());
+        pass(rows_out, r0, c);
+      } else {
+        pass(rows_in, r0, c);
+        run_fft(c, m_tile.get(), rows_out);
       }
-#endif
-      into_tile(in, q0, c);
-      m_tile->execute(c);
-      out_of_tile(out, q0, c);
     }
   }
 
  private:
-  // Pairs q0 .. q0 + c - 1 into the tile: r2c packs two real rows as one complex row, c2r combines two half
-  // spectra into one whole one.
-  DARRAY_FFTW_INLINE void into_tile(const void* in, int64_t q0, int64_t c) {
-    const int64_t n = m_n, nc = m_nc;
-    Cx* const tile = m_tile->data();
-    for (int64_t q = 0; q < c; ++q) {
-      const int64_t a = 2 * (q0 + q);
-      const bool lone = a + 1 == m_rows;
-      prefetch_ahead<false>(in, a + 2 * m_chunk, m_in_row_bytes);
-      Cx* z = tile + q * n;
-      if (m_r2c) {
-        const R* x = static_cast<const R*>(in) + a * n;
-        const R* y = lone ? &m_zero->re : x + n;
-        for (int64_t j = 0; j < n; ++j) z[j] = Cx{x[j], y[j]};
-      } else {
-        const Cx* x = static_cast<const Cx*>(in) + a * nc;
-        const Cx* y = lone ? m_zero : x + nc;
-        z[0] = Cx{x[0].re, y[0].re};
-        for (int64_t k = 1; k < n - k; ++k) {
-          z[k] = Cx{x[k].re - y[k].im, x[k].im + y[k].re};
-          z[n - k] = Cx{x[k].re + y[k].im, y[k].re - x[k].im};
-        }
-        if (n % 2 == 0) z[n / 2] = Cx{x[n / 2].re, y[n / 2].re};
-      }
+  // FFTW's c2c of `count` rows from `from` to `to` (the tile on one side), with the plan of the rows' alignment.
+  void run_fft(int64_t count, void* from, void* to) {
+    const int unaligned = Api::alignment_of(m_r2c ? from : to) == 0 ? 0 : 1;
+    FftwPlanHandle<R>& p = m_plans[count == m_chunk ? 0 : 1][unaligned];
+    if (!p) p = make(count, FFTW_UNALIGNED);
+    Api::execute_dft(p.get(), from, to);
+  }
+
+  // r2c: the tile's c2c results of rows r0 .. r0 + c - 1 into their half spectra at `rows` (the output's rows);
+  // c2r: the half spectra at `rows` (the input's) into the tile.
+  void pass(const void* rows, int64_t r0, int64_t c) {
+#if DARRAY_FFTW_TARGET_AVX2
+    if (m_avx2) {
+      m_r2c ? split_avx2(const_cast<void*>(rows), r0, c) : combine_avx2(rows, r0, c);
+      return;
+    }
+#endif
+    m_r2c ? split(const_cast<void*>(rows), r0, c) : combine(rows, r0, c);
+  }
+
+  // One point pair (k, m - k) of the r2c split, from a = Z[k], b = Z[m-k] (scalar; the AVX2 loop's operations).
+  DARRAY_FFTW_ALWAYS_INLINE void split_point(Cx* x, const Cx* z, int64_t k) const {
+    const Cx a = z[k], b = z[m_m - k];
+    const R sr = a.re + b.re, si = a.im - b.im, dr = a.re - b.re, di = a.im + b.im;
+    const R tr = m_p[2 * k] * di + m_q[2 * k] * dr, ti = m_p[2 * k + 1] * dr + m_q[2 * k + 1] * di;
+    x[k] = Cx{(sr + tr) * R(0.5), (si + ti) * R(0.5)};
+    x[m_m - k] = Cx{(sr - tr) * R(0.5), -((si - ti) * R(0.5))};
+  }
+  // One point pair of the c2r combination into the tile row z, from a = X[k], b = X[m-k].
+  DARRAY_FFTW_ALWAYS_INLINE void combine_point(Cx* z, const Cx* x, int64_t k) const {
+    const Cx a = x[k], b = x[m_m - k];
+    const R sr = a.re + b.re, si = a.im - b.im, dr = a.re - b.re, di = a.im + b.im;
+    const R orr = m_p[2 * k] * dr + m_q[2 * k] * di, oi = m_p[2 * k + 1] * di + m_q[2 * k + 1] * dr;
+    z[k] = Cx{sr + -oi, si + orr};
+    z[m_m - k] = Cx{sr + oi, -si + orr};
+  }
+
+  // The ends and the middle of a row; the points 1 .. k0 - 1 (and their mirrors) are done.
+  DARRAY_FFTW_ALWAYS_INLINE void split_rest(Cx* x, const Cx* z, int64_t k0) const {
+    const int64_t m = m_m;
+    for (int64_t k = k0; k < m - k; ++k) split_point(x, z, k);
+    if (m % 2 == 0) x[m / 2] = Cx{z[m / 2].re, -z[m / 2].im};
+    const Cx z0 = z[0];
+    x[0] = Cx{z0.re + z0.im, R(0)};
+    x[m] = Cx{z0.re - z0.im, R(0)};
+  }
+  DARRAY_FFTW_ALWAYS_INLINE void combine_rest(Cx* z, const Cx* x, int64_t k0) const {
+    const int64_t m = m_m;
+    for (int64_t k = k0; k < m - k; ++k) combine_point(z, x, k);
+    if (m % 2 == 0) z[m / 2] = Cx{x[m / 2].re + x[m / 2].re, -(x[m / 2].im + x[m / 2].im)};
+    z[0] = Cx{x[0].re + x[m].re, x[0].re - x[m].re};
+  }
+
+  DARRAY_FFTW_INLINE void split(void* rows, int64_t r0, int64_t c) {
+    for (int64_t r = 0; r < c; ++r) {
+      prefetch_ahead(r0 + r);
+      split_rest(static_cast<Cx*>(rows) + r * m_nc, m_tile.get() + r * m_m, 1);
+    }
+  }
+  DARRAY_FFTW_INLINE void combine(const void* rows, int64_t r0, int64_t c) {
+    for (int64_t r = 0; r < c; ++r) {
+      prefetch_ahead(r0 + r);
+      combine_rest(m_tile.get() + r * m_m, static_cast<const Cx*>(rows) + r * m_nc, 1);
     }
   }
 
-  // The transformed tile out: r2c splits each complex row into two half spectra, c2r into two real rows.
-  DARRAY_FFTW_INLINE void out_of_tile(void* out, int64_t q0, int64_t c) {
-    const int64_t n = m_n, nc = m_nc;
-    const Cx* const tile = m_tile->data();
-    for (int64_t q = 0; q < c; ++q) {
-      const int64_t a = 2 * (q0 + q);
-      const bool lone = a + 1 == m_rows;
-      prefetch_ahead<true>(out, a + 2 * m_chunk, m_out_row_bytes);
-      const Cx* z = tile + q * n;
-      if (m_r2c) {
-        Cx* x = static_cast<Cx*>(out) + a * nc;
-        Cx* y = lone ? m_discard : x + nc;
-        x[0] = Cx{z[0].re, 0};
-        y[0] = Cx{z[0].im, 0};
-        for (int64_t k = 1; k < nc; ++k) {
-          const Cx s = z[k], t = z[n - k];
-          x[k] = Cx{R(0.5) * (s.re + t.re), R(0.5) * (s.im - t.im)};
-          y[k] = Cx{R(0.5) * (s.im + t.im), R(0.5) * (t.re - s.re)};
-        }
-      } else {
-        R* x = static_cast<R*>(out) + a * n;
-        R* y = lone ? &m_discard->re : x + n;
-        for (int64_t j = 0; j < n; ++j) {
-          x[j] = z[j].re;
-          y[j] = z[j].im;
-        }
-      }
-    }
-  }
-
-  // Rows a and a + 1 of `rows` (of row_bytes each), where they are transformed in this call or the next.
-  template <bool Write>
-  DARRAY_FFTW_ALWAYS_INLINE void prefetch_ahead(const void* rows, int64_t a, std::size_t row_bytes) const {
+  // Row r + chunk of the input and of the output, where it is transformed in this call or the next.
+  DARRAY_FFTW_ALWAYS_INLINE void prefetch_ahead(int64_t r) const {
+    const int64_t a = r + m_chunk;
     if (a >= m_prefetch_rows) return;
-    const std::size_t count = a + 1 < m_prefetch_rows ? 2 : 1;
-    prefetch_run<Write, true>(static_cast<const char*>(rows) + static_cast<std::size_t>(a) * row_bytes,
-                              count * row_bytes);
+    prefetch_run<false, true>(m_prefetch_in + static_cast<std::size_t>(a) * m_in_row_bytes, m_in_row_bytes);
+    prefetch_run<true, true>(m_prefetch_out + static_cast<std::size_t>(a) * m_out_row_bytes, m_out_row_bytes);
   }
 
 #if DARRAY_FFTW_TARGET_AVX2
-  // The same loops compiled for AVX2 (4 doubles a vector), on CPUs that have it: same operations, same results.
-  __attribute__((target("avx2"))) void into_tile_avx2(const void* in, int64_t q0, int64_t c) { into_tile(in, q0, c); }
-  __attribute__((target("avx2"))) void out_of_tile_avx2(void* out, int64_t q0, int64_t c) { out_of_tile(out, q0, c); }
+  // The pass as AVX2 code: the points k and k + 1 (double) or k .. k + 3 (float) with their mirrors in one vector
+  // each, the baseline's operations in its order (no FMA: the same bits); the rest of a row as the baseline does it.
+  __attribute__((target("avx2"))) void split_avx2(void* rows, int64_t r0, int64_t c) {
+    for (int64_t r = 0; r < c; ++r) {
+      prefetch_ahead(r0 + r);
+      Cx* x = static_cast<Cx*>(rows) + r * m_nc;
+      const Cx* z = m_tile.get() + r * m_m;
+      split_rest(x, z, Vec::split(&x->re, &z->re, m_p.data(), m_q.data(), m_m));
+    }
+  }
+  __attribute__((target("avx2"))) void combine_avx2(const void* rows, int64_t r0, int64_t c) {
+    for (int64_t r = 0; r < c; ++r) {
+      prefetch_ahead(r0 + r);
+      Cx* z = m_tile.get() + r * m_m;
+      const Cx* x = static_cast<const Cx*>(rows) + r * m_nc;
+      combine_rest(z, x, Vec::combine(&z->re, &x->re, m_p.data(), m_q.data(), m_m));
+    }
+  }
+  using Vec = HalfRowsAvx2<R>;
 #endif
-  bool m_avx2 = cpu_has_avx2();
 
-  int64_t m_rows = 0, m_n = 1, m_nc = 1, m_chunk = 1;
+  FftwPlanHandle<R> make(int64_t count, unsigned extra_flags) {
+    // The rows' side is planned on scratch (FFTW_MEASURE overwrites what it plans on); unaligned plans at an odd
+    // offset, so that they assume no alignment either.
+    const std::size_t skew = (extra_flags & FFTW_UNALIGNED) != 0 ? sizeof(R) : 0;
+    const auto scratch = fftw_buffer<R, std::byte>(static_cast<std::size_t>(count * m_m) * sizeof(Cx) + skew);
+    void* rows = scratch.get() + skew;
+    const auto m = static_cast<std::ptrdiff_t>(m_m);
+    return fftw_plan_ffts<R>({m, 1, 1}, {static_cast<std::ptrdiff_t>(count), m, m}, m_r2c ? rows : m_tile.get(),
+                             m_r2c ? m_tile.get() : rows, m_r2c ? FFTW_FORWARD : FFTW_BACKWARD, m_flags | extra_flags);
+  }
+
+  bool m_avx2 = cpu_has_avx2();
+  int64_t m_rows = 0, m_n = 2, m_m = 1, m_nc = 2, m_chunk = 1;
   int64_t m_prefetch_rows = 0;  // rows below this index are prefetched (execute's rows, and the next call's)
   // Bytes of an input row and of an output row: n reals and nc complex, the other way round for c2r.
   std::size_t m_in_row_bytes = 0, m_out_row_bytes = 0;
+  const std::byte* m_prefetch_in = nullptr;
+  std::byte* m_prefetch_out = nullptr;
   bool m_r2c = true;
-  std::unique_ptr<FftwTile<R>> m_tile;  // m_chunk packed rows, then the spare rows
-  Cx* m_zero = nullptr;                 // nc complex zeros (n reals), for a lone last row
-  Cx* m_discard = nullptr;              // where a lone last row's missing partner is written
+  unsigned m_flags = 0;
+  std::vector<R> m_p, m_q;   // the twiddles, see the constructor
+  FftwBuffer<R, Cx> m_tile;  // m_chunk rows of m complex
+  // FFTW's c2c plans: [full tile, last tile][rows aligned, not] (the unaligned ones made on first use).
+  FftwPlanHandle<R> m_plans[2][2];
 };
 
 // A strided dim goes to a tiled pass over the whole block when one group of its columns (the dim times everything
@@ -589,31 +760,32 @@ inline constexpr std::size_t tiled_pass_min_bytes = std::size_t(4) << 20;
 // Under FFTW_ESTIMATE, how large a group FFTW's strided plan runs in cache without thrashing it depends on where its
 // columns' points fall in the L1 cache: a pitch between them that meets at most 8 of L1's 64 sets (l1_sets_met: a
 // multiple of 512 bytes), 64 lines at 8 ways (a power-of-two pitch: 32 KiB / pitch lines, fewer than a column of a
-// group over 32 KiB has points): there the limit is few_sets_pass_min_bytes (L1's 32 KiB), and tiles, whose gathers
-// lay each column out contiguously, beat FFTW's plan of any larger group. Other pitches (the half spectrum's odd rows,
-// c2c rows of 100 or 120 complex128) meet 16 sets or more, and FFTW's plan of a group up to a quarter of L2 is as fast
-// or faster (within fused_pass_floor_bytes to 256 KiB; the floor where the system does not say). A c2r plan of several
-// dims (c2r rows not in pairs: FFTW's multi-dimensional c2r) keeps an eighth of L2. Under the measuring planners the
-// floor: FFTW's plans of whole planes are candidates of their own there (guru, planes), and `passes` stays the tiled
-// alternative to them (with the L2 limit its warm timings won at one process on the Intel Xeon below, r2c 128^3, where
-// it ran slower than planes or guru in bench-fft's alternation: 1.21-1.37 against 1.04-1.30 of FFTW-MPI's). Measured,
-// local `passes` plans at FFTW_ESTIMATE, 128 against 256 KiB on an Intel Xeon with 2 MiB of L2 (ms, three rounds): r2c
-// 128^3 (planes of 133 KB) 9.7-10.1 against 7.2-7.4, r2c 160^3 (207 KB) 26.1-28.5 against 24.7-27.8, c2c 112^3 (200
-// KB) 18.8-19.0 against 15.2-17.1, c2c 96^3 (147 KB, pitch 1536) 8.9-9.7 against 9.2-10.1. On an AMD EPYC with 1 MiB of
-// L2 (two rounds each, 128 against 256 KiB): r2c 128^3 8.9-9.5 against 7.8-8.0, 144^3 (168 KB) 16.5-16.8
-// against 15.8-16.0, 160^3 19.0-19.3 against 17.6, 176^3 (250 KB) 31.6 against 30.0, c2c 100^3 (156 KB) 7.9 against
-// 7.4-7.6, 104^3 9.6-10.4 against 9.0-9.5, 112^3 12.2-12.4 against 11.6-11.9, 120^3 (225 KB) 15.8-15.9 against
-// 14.1-14.4, complex64 r2c 192^3 (149 KB) 23.4-24.0 against 22.8-22.9 (224^3, 202 KB: 48.0-49.0 against 49.9-50.0); few
-// sets: c2c 96^3 7.0-7.5 against 7.4-8.0, 128^3 (256 KiB, pitch 2048) 18.4-18.6 against 20.1-21.0, and 64^3 (64 KiB,
-// pitch 1024) 1.04-1.08 at 128 KiB against 1.00-1.04 at 32 KiB (six rounds; complex64 128^3, 128 KiB planes, 7.7-8.3
-// either way); c2r 144^3 20.9-21.5 against 22.2-22.6, 160^3 26.7 against 33.2-33.5, but c2r 128^3 (pairs, then FFTW's
-// c2c of the plane) 10.5-11.0 against 10.0-10.1. Spread columns lose below 128 KiB: 32 KiB, c2c 48^3 0.60 against 0.68
-// ms; 16 KiB, r2c 64^3, c2c 48^3 and 80^3; few sets lose below 32 KiB (c2c 32^3, 16 KiB planes: 0.085-0.087 ms against
-// 0.098-0.100 at 8 KiB).
+// group over 32 KiB has points): there the limit is few_sets_pass_min_bytes (L1's 32 KiB), and tiles, whose gathers lay
+// each column out contiguously, beat FFTW's plan of any larger group. Other pitches (the half spectrum's odd rows, c2c
+// rows of 100 or 120 complex128) meet 16 sets or more, and FFTW's plan of a group up to a quarter of L2 is as fast or
+// faster (within fused_pass_floor_bytes to 256 KiB; the floor where the system does not say). A c2r group (FFTW's c2r
+// of several dims, or its c2c of the dims before half-length rows) keeps an eighth of L2 (c2r 160^3, planes of 207 KB
+// before half-length rows: 19.3-19.4 ms against 23.8-24.1 at a quarter of L2, 128^3 and 256^3 as fast or faster). Under
+// the measuring planners the floor: FFTW's plans of whole planes are candidates of their own there (guru, planes), and
+// `passes` stays the tiled alternative to them (with the L2 limit its warm timings won at one process on the Intel Xeon
+// below, r2c 128^3, where it ran slower than planes or guru in bench-fft's alternation: 1.21-1.37 against 1.04-1.30 of
+// FFTW-MPI's). Measured, local `passes` plans at FFTW_ESTIMATE, 128 against 256 KiB on an Intel Xeon with 2 MiB of L2
+// (ms, three rounds): r2c 128^3 (planes of 133 KB) 9.7-10.1 against 7.2-7.4, r2c 160^3 (207 KB) 26.1-28.5 against
+// 24.7-27.8, c2c 112^3 (200 KB) 18.8-19.0 against 15.2-17.1, c2c 96^3 (147 KB, pitch 1536) 8.9-9.7 against 9.2-10.1. On
+// an AMD EPYC with 1 MiB of L2 (two rounds each, 128 against 256 KiB): r2c 128^3 8.9-9.5 against 7.8-8.0, 144^3 (168
+// KB) 16.5-16.8 against 15.8-16.0, 160^3 19.0-19.3 against 17.6, 176^3 (250 KB) 31.6 against 30.0, c2c 100^3 (156 KB)
+// 7.9 against 7.4-7.6, 104^3 9.6-10.4 against 9.0-9.5, 112^3 12.2-12.4 against 11.6-11.9, 120^3 (225 KB) 15.8-15.9
+// against 14.1-14.4, complex64 r2c 192^3 (149 KB) 23.4-24.0 against 22.8-22.9 (224^3, 202 KB: 48.0-49.0 against
+// 49.9-50.0); few sets: c2c 96^3 7.0-7.5 against 7.4-8.0, 128^3 (256 KiB, pitch 2048) 18.4-18.6 against 20.1-21.0, and
+// 64^3 (64 KiB, pitch 1024) 1.04-1.08 at 128 KiB against 1.00-1.04 at 32 KiB (six rounds; complex64 128^3, 128 KiB
+// planes, 7.7-8.3 either way); c2r 144^3 20.9-21.5 against 22.2-22.6, 160^3 26.7 against 33.2-33.5, but c2r 128^3
+// (pairs, then FFTW's c2c of the plane) 10.5-11.0 against 10.0-10.1. Spread columns lose below 128 KiB: 32 KiB, c2c
+// 48^3 0.60 against 0.68 ms; 16 KiB, r2c 64^3, c2c 48^3 and 80^3; few sets lose below 32 KiB (c2c 32^3, 16 KiB planes:
+// 0.085-0.087 ms against 0.098-0.100 at 8 KiB).
 inline constexpr std::size_t fused_pass_floor_bytes = std::size_t(128) << 10;
 inline constexpr std::size_t few_sets_pass_min_bytes = std::size_t(32) << 10;
-// pitch: bytes between the points of a column; multi_c2r: FFTW's plan of the group is a c2r of several dims.
-inline std::size_t fused_pass_min_bytes(unsigned flags, std::size_t pitch, bool multi_c2r) {
+// pitch: bytes between the points of a column; c2r: the group is a c2r group.
+inline std::size_t fused_pass_min_bytes(unsigned flags, std::size_t pitch, bool c2r) {
   static const std::size_t l2 = [] {
 #ifdef _SC_LEVEL2_CACHE_SIZE
     const long bytes = ::sysconf(_SC_LEVEL2_CACHE_SIZE);
@@ -623,7 +795,7 @@ inline std::size_t fused_pass_min_bytes(unsigned flags, std::size_t pitch, bool 
   }();
   if ((flags & FFTW_ESTIMATE) == 0) return fused_pass_floor_bytes;
   const std::size_t top = std::size_t(256) << 10;
-  if (multi_c2r) return std::clamp(l2 / 8, fused_pass_floor_bytes, top);
+  if (c2r) return std::clamp(l2 / 8, fused_pass_floor_bytes, top);
   if (l1_sets_met(pitch) <= 8) return few_sets_pass_min_bytes;
   return std::clamp(l2 / 4, fused_pass_floor_bytes, top);
 }
@@ -631,25 +803,26 @@ inline std::size_t fused_pass_min_bytes(unsigned flags, std::size_t pitch, bool 
 // The FFTW planner flags of an effort level: 0 estimate, 1 measure, 2 patient.
 inline unsigned fftw_flags(int level) { return level >= 2 ? FFTW_PATIENT : level == 1 ? FFTW_MEASURE : FFTW_ESTIMATE; }
 
-// Whether FftwPlan's passes run r2c/c2r rows of length n in pairs (FftwRowPairs): powers of two from 8 to 128
-// under FFTW_ESTIMATE, to 64 when FFTW measures its plans. Measured, local passes of n^3 blocks (complex128 unless
-// said): estimate, r2c 64^3 0.82 -> 0.63 ms, 128^3 10.6 -> 9.6 ms (complex64 0.72 -> 0.45, 8.7 -> 5.2 ms), c2r 64^3
-// 0.72 -> 0.66 ms, 128^3 10.6 -> 9.6 ms; measure, r2c 64^3 0.66 -> 0.63 ms (complex64 0.60 -> 0.52), c2r 0.69 ->
-// 0.66 ms, but r2c 128^3 8.0 -> 9.7 ms: FFTW's measured r2c of 128 points beats the pairs. 1 Mi reals in rows of n,
-// FFTW's r2c against the pairs (estimate): n = 8 to 32 1.2-1.4 against 1.0 ms, 64 1.86 against 1.18 ms, 128 2.8
-// against 1.5 ms; at 48, 80, 96, 100 and 160 to 512 FFTW's r2c is as fast or faster.
-inline bool pair_rows(int64_t n, unsigned flags) {
-  const int64_t top = (flags & FFTW_ESTIMATE) != 0 ? 128 : 64;
-  return n >= 8 && n <= top && (n & (n - 1)) == 0;
+// Whether FftwPlan's passes run r2c/c2r rows of length n as half-length rows (FftwHalfRows): even lengths from 16 to
+// 512 under FFTW_ESTIMATE, to 128 when FFTW measures its plans. Measured on this AMD EPYC (256 Ki reals in rows
+// of n, r2c and c2r of every row, against FFTW's r2c and c2r plans of the same rows, complex128, us): estimate, n = 16
+// 153 / 208, 32 140 / 218, 64 151 / 340, 128 171 / 484, 24 to 100 0.37-0.92 of FFTW's, 256 and 512 0.83-0.87 (c2r
+// 0.45-0.51); measure, n = 16 to 128 0.62-0.92 (64: 147 / 196), from 160 on as fast as FFTW's within 3 %; n = 8 and
+// 12 1.03-1.5 of FFTW's both ways. They replace rows in pairs (two real rows as one complex row, packed and split:
+// 64 186, 128 215 us estimate; measure 184 and 229), which ran to 128 points under FFTW_ESTIMATE and to 64 measured.
+// complex64 (us, estimate): n = 16 127 / 200 (pairs 129), 32 106 / 218 (117), 64 100 / 332 (115); c2r 0.40-0.69.
+inline bool half_rows(int64_t n, unsigned flags) {
+  const int64_t top = (flags & FFTW_ESTIMATE) != 0 ? 512 : 128;
+  return n >= 16 && n <= top && n % 2 == 0;
 }
 
 // The FFTW plan of one LocalProblem, split as `method` says (see Method): one guru plan for the innermost dim
-// (r2c/c2r included, unless its rows go in pairs: then FftwRowPairs, and a c2c guru plan in place on the complex
+// (r2c/c2r included, unless it runs half-length rows: then FftwHalfRows, and a c2c guru plan in place on the complex
 // side) and the strided dims the method leaves to FFTW; tiled passes along the strided dims whose
 // column groups fit in cache ("fused"), run group by group right after the guru plan on that group; then a tiled
 // pass over the whole block per remaining strided dim. With no fused dim the guru plan still runs group by group
-// from its outermost strided dim (e.g. plane by plane, the row pairs' output still in cache for FFTW's c2c): local
-// passes at FFTW_ESTIMATE, r2c 64^3 0.64-0.66 -> 0.61-0.62 ms, c2c 64^3 1.22 -> 1.18-1.19 ms, r2c (32, 64, 64)
+// from its outermost strided dim (e.g. plane by plane, the half-length rows' output still in cache for FFTW's c2c):
+// local passes at FFTW_ESTIMATE, r2c 64^3 0.64-0.66 -> 0.61-0.62 ms, c2c 64^3 1.22 -> 1.18-1.19 ms, r2c (32, 64, 64)
 // dims 1-2 0.20 -> 0.19 ms.
 template <class R>
 class FftwPlan {
@@ -660,14 +833,14 @@ class FftwPlan {
     const Shape& complex = problem.kind == Kind::r2c ? problem.out_block : problem.in_block;
     std::vector<int> guru, fused, tiled;
     int outer = -1;
-    const bool paired = split(problem, method, flags, &guru, &fused, &tiled, &outer);
+    const bool halved = split(problem, method, flags, &guru, &fused, &tiled, &outer);
     // A block inside a larger one is one guru plan over it: groups and passes walk whole blocks.
     const bool embedded = !problem.in_embed.empty() || !problem.out_embed.empty();
     DARRAY_THROW_IF(embedded && (method != Method::guru || problem.kind != Kind::c2c), Error, "fft::Plan",
                     "a block inside a larger one is planned as one c2c guru plan, not by " << to_string(chosen));
     // Groups start at the outermost fused dim, else inside the planes split's outer dim, else at the outermost
-    // strided guru dim when dims outside it hold several groups: the guru plan (and r2c/c2r's row pairs) then run
-    // group by group, each group still in cache for the next plan.
+    // strided guru dim when dims outside it hold several groups: the guru plan (and r2c/c2r's half-length rows) then
+    // run group by group, each group still in cache for the next plan.
     int start = -1;
     if (!fused.empty()) {
       start = fused.front();
@@ -703,11 +876,11 @@ class FftwPlan {
     }
     m_in_group_bytes = static_cast<std::size_t>(volume(group.in_block)) * in_element_bytes<R>(problem.kind);
     m_out_group_bytes = static_cast<std::size_t>(volume(group.out_block)) * out_element_bytes<R>(problem.kind);
-    if (paired) {
-      // The halved dim through row pairs, then FFTW's c2c plan of the other guru dims in place on the complex side.
+    if (halved) {
+      // The halved dim as half-length rows, then FFTW's c2c plan of the other guru dims in place on the complex side.
       const int64_t n = problem.logical(problem.dims.back());
       const Shape& real = problem.kind == Kind::r2c ? group.in_block : group.out_block;
-      m_rows = std::make_unique<FftwRowPairs<R>>(volume(real) / n, n, problem.kind == Kind::r2c, flags);
+      m_rows = std::make_unique<FftwHalfRows<R>>(volume(real) / n, n, problem.kind == Kind::r2c, flags);
       if (!guru.empty()) {
         LocalProblem rest = group;
         rest.kind = Kind::c2c;
@@ -738,7 +911,7 @@ class FftwPlan {
 
   // How `chosen` splits a problem, and the FFTW planner flags its plans take under the planner's `planner_flags`:
   // Method::estimate is `passes` under FFTW_ESTIMATE whatever the planner (the estimate planner's own split and FFTW
-  // plans: fused_pass_min_bytes and pair_rows read the flags); every other method as it is, under the planner's flags.
+  // plans: fused_pass_min_bytes and half_rows read the flags); every other method as it is, under the planner's flags.
   static Method split_method(Method chosen) { return chosen == Method::estimate ? Method::passes : chosen; }
   static unsigned planned_flags(Method chosen, unsigned planner_flags) {
     return chosen == Method::estimate ? (planner_flags & ~unsigned(FFTW_PATIENT | FFTW_EXHAUSTIVE)) | FFTW_ESTIMATE
@@ -751,8 +924,8 @@ class FftwPlan {
   }
 
   // The dims `chosen` leaves to the guru plan, those it tiles group by group and those it tiles over the whole
-  // block, and the planes split's outer dim (-1: none); true where r2c/c2r's halved dim goes to row pairs instead of
-  // the guru plan (equal splits under equal planned_flags mean equal plans).
+  // block, and the planes split's outer dim (-1: none); true where r2c/c2r's halved dim goes to half-length rows
+  // instead of the guru plan (equal splits under equal planned_flags mean equal plans).
   static bool split(const LocalProblem& problem, Method chosen, unsigned planner_flags, std::vector<int>* guru,
                     std::vector<int>* fused, std::vector<int>* tiled, int* outer) {
     const Method method = split_method(chosen);
@@ -765,10 +938,9 @@ class FftwPlan {
       const int d = problem.dims.front();
       if (d != last && complex[static_cast<std::size_t>(d)] > 1) *outer = d;
     }
-    const bool paired =
-        method == Method::passes && problem.kind != Kind::c2c && pair_rows(problem.logical(last), flags);
-    // FFTW's plan of a group is c2c or r2c, or a c2r plan of several dims where c2r's rows do not go in pairs.
-    const bool multi_c2r = problem.kind == Kind::c2r && !paired;
+    const bool halved =
+        method == Method::passes && problem.kind != Kind::c2c && half_rows(problem.logical(last), flags);
+
     for (int d : problem.dims) {
       if (d == *outer) continue;
       std::size_t pitch = 2 * sizeof(R);  // between the points of a column of d
@@ -782,13 +954,14 @@ class FftwPlan {
         tiled->push_back(d);
       else if (method == Method::passes && strided && span > tiled_pass_min_bytes)
         tiled->push_back(d);
-      else if (method == Method::passes && strided && span > fused_pass_min_bytes(flags, pitch, multi_c2r))
+      else if (method == Method::passes && strided &&
+               span > fused_pass_min_bytes(flags, pitch, problem.kind == Kind::c2r))
         (alone ? tiled : fused)->push_back(d);
       else
         guru->push_back(d);
     }
-    if (paired) guru->pop_back();
-    return paired;
+    if (halved) guru->pop_back();
+    return halved;
   }
 
   // out = the problem's transform of in, times `factor` (a normalisation: the last step that writes `out` scales
@@ -862,8 +1035,8 @@ class FftwPlan {
   }
 
   // The c2r problem from `in`, left as it is, through `work` (a block of in's size, overwritten): the first pass
-  // that writes reads `in` and writes `work` (a tiled pass, or the row pairs, which only read), so the copy FFTW's
-  // c2r and in-place plans would need is folded into it; where an FFTW plan comes first, `in` is copied into
+  // that writes reads `in` and writes `work` (a tiled pass, or the half-length rows, which only read), so the copy
+  // FFTW's c2r and in-place plans would need is folded into it; where an FFTW plan comes first, `in` is copied into
   // `work` right before it, group by group where it runs group by group (still in cache for it). A whole-block pass
   // over streaming_min_total_bytes or more reads `work` after a copy instead: its scattered writes into lines not
   // in cache cost more than the copy (c2r 128^3 under `passes`, ms: 10.6 with the copy against 12.3 folded; 64^3
@@ -921,7 +1094,7 @@ class FftwPlan {
   }
 
   LocalProblem m_problem;
-  std::unique_ptr<FftwRowPairs<R>> m_rows;                 // r2c/c2r's halved dim, when its rows go in pairs
+  std::unique_ptr<FftwHalfRows<R>> m_rows;                 // r2c/c2r's halved dim, as half-length rows
   std::unique_ptr<FftwGuruPlan<R>> m_main;                 // on one group when dims are fused, else the block
   std::unique_ptr<FftwGuruPlan<R>> m_outer;                // planes: the outer dim over the whole block, in place
   std::vector<std::unique_ptr<FftwTiledPass<R>>> m_fused;  // on one group, after m_main

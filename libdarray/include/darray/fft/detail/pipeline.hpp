@@ -840,12 +840,12 @@ class PlanCore {
           std::vector<int> guru, fused, tiled;
           int outer = -1;
           const unsigned flags = fftw_flags(m_local.level());
-          const bool paired =
+          const bool halved =
               FftwPlan<R>::split(slot_problem(slot, st, i), st.method, flags, &guru, &fused, &tiled, &outer);
           // The FFTW flags too: `estimate` may split as another method does, its FFTW plans made otherwise.
           guru.push_back(static_cast<int>(FftwPlan<R>::planned_flags(st.method, flags)));
           guru.push_back(outer);
-          guru.push_back(paired ? -2 : -1);
+          guru.push_back(halved ? -2 : -1);
           guru.insert(guru.end(), fused.begin(), fused.end());
           guru.push_back(-1);
           guru.insert(guru.end(), tiled.begin(), tiled.end());
