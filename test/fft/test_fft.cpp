@@ -502,10 +502,10 @@ TEST_CASE("a fused stage run forward on one process and backward on another is t
 TEST_CASE("r2c/c2r rows of even lengths go through complex FFTs of half their length", "[fft]") {
   // Rows of 16 to 512 reals (even; to 128 under FFTW_MEASURE) go as rows of half as many complex points, a 16 KiB tile
   // of rows per FFTW plan. Row counts and tiles at one device: 5 x 3 x 16 (15 rows, under one tile of 128), 3 x 7 x 64
-  // (21 rows, one tile of 32), 5 x 33 x 128 (165 rows: 10 tiles of 16 and a tail of 5), 8 x 64 x 64 (dim 0 tiled group
-  // by group, dim 1 FFTW's c2c after the rows), 6 x 300 x 128 (dims 0 and 1 both tiled, no c2c after the rows); 4 x 9 x
-  // 18 (9 points a row: no middle point), 3 x 10 x 100 and 2 x 6 x 256 (not powers of two; past 128 points, estimate
-  // only); complex64: 3 x 45 x 64 (135 rows: 2 tiles of 64 and a tail of 7), 2 x 5 x 16 measured.
+  // (21 rows, under one tile of 32), 5 x 33 x 128 (165 rows: 10 tiles of 16 and a tail of 5), 8 x 64 x 64 (dim 0 tiled
+  // group by group, dim 1 FFTW's c2c after the rows), 6 x 300 x 128 (dims 0 and 1 both tiled, no c2c after the rows); 4
+  // x 9 x 18 (9 points a row: no middle point), 3 x 10 x 100 and 2 x 6 x 256 (not powers of two; past 128 points,
+  // estimate only); complex64: 3 x 45 x 64 (135 rows: 2 tiles of 64 and a tail of 7), 2 x 5 x 16 measured.
   auto round_trip = [](auto zero, const Shape& shape, fft::Planner planner, std::uint64_t seed, double tol) {
     fft::Options options;
     options.planner = planner;

@@ -506,7 +506,7 @@ struct HalfRowsAvx2<float> {
       _mm256_storeu_ps(x + 2 * k, _mm256_mul_ps(_mm256_add_ps(s, t), half));
       _mm256_storeu_ps(x + 2 * (m - k - 3), mirror(_mm256_xor_ps(_mm256_mul_ps(_mm256_sub_ps(s, t), half), neg_im)));
     }
-    // Then 2 points a vector (rows of 16 and 32 reals leave 2 and 3 points pairs to it).
+    // Then 2 points a vector, where 4 no longer fit (rows of 16 reals take no 4-point vector at all).
     const __m128 neg_im2 = _mm256_castps256_ps128(neg_im), half2 = _mm256_castps256_ps128(half);
     for (; k + 1 < m - k - 1; k += 2) {
       const __m128 a = _mm_loadu_ps(z + 2 * k);
@@ -574,10 +574,11 @@ class FftwHalfRows {
     m_chunk = std::max<int64_t>(
         1, std::min<int64_t>(rows, static_cast<int64_t>(FftwTile<R>::l1_bytes / 2 / sizeof(Cx)) / m_m));
     // Twiddles W^k for k = 0 .. m / 2, as the pass reads them: P = (wr, -wr) and Q = (wi, wi) per point (r2c), or
-    // (wr, wr) and (wi, -wi) (c2r). W^(m/2) = -i exactly where m is even: the middle point is conj Z[m/2].
+    // (wr, wr) and (wi, -wi) (c2r). The vector loops read them up to point m / 2 - 1 (their runs stop short of the
+    // middle); the middle point (m even, W^(m/2) = -i) is conj Z[m/2] (r2c), 2 conj X[m/2] (c2r), without them.
     const auto half = static_cast<std::size_t>(m_m / 2 + 1);
-    m_p.resize(2 * half + 8);
-    m_q.resize(2 * half + 8);
+    m_p.resize(2 * half);
+    m_q.resize(2 * half);
     for (std::size_t k = 0; k < half; ++k) {
       const long double angle =
           -2.0L * 3.141592653589793238462643383279502884L * static_cast<long double>(k) / static_cast<long double>(n);
@@ -616,9 +617,9 @@ class FftwHalfRows {
       if (m_r2c) {
         // FFTW's plans read; they take a const-less pointer, as FFTW's API does for out-of-place inputs.
         run_fft(c, const_cast<std::byte*>(rows_in), m_tile.get());
-        pass(rows_out, r0, c);
+        split_rows(rows_out, r0, c);
       } else {
-        pass(rows_in, r0, c);
+        combine_rows(rows_in, r0, c);
         run_fft(c, m_tile.get(), rows_out);
       }
     }
@@ -633,16 +634,19 @@ class FftwHalfRows {
     Api::execute_dft(p.get(), from, to);
   }
 
-  // r2c: the tile's c2c results of rows r0 .. r0 + c - 1 into their half spectra at `rows` (the output's rows);
-  // c2r: the half spectra at `rows` (the input's) into the tile.
-  void pass(const void* rows, int64_t r0, int64_t c) {
+  // r2c: the tile's c2c results of rows r0 .. r0 + c - 1 into their half spectra at `rows` (the output's rows).
+  void split_rows(void* rows, int64_t r0, int64_t c) {
 #if DARRAY_FFTW_TARGET_AVX2
-    if (m_avx2) {
-      m_r2c ? split_avx2(const_cast<void*>(rows), r0, c) : combine_avx2(rows, r0, c);
-      return;
-    }
+    if (m_avx2) return split_avx2(rows, r0, c);
 #endif
-    m_r2c ? split(const_cast<void*>(rows), r0, c) : combine(rows, r0, c);
+    split(rows, r0, c);
+  }
+  // c2r: the half spectra of rows r0 .. r0 + c - 1 at `rows` (the input's rows) into the tile.
+  void combine_rows(const void* rows, int64_t r0, int64_t c) {
+#if DARRAY_FFTW_TARGET_AVX2
+    if (m_avx2) return combine_avx2(rows, r0, c);
+#endif
+    combine(rows, r0, c);
   }
 
   // One point pair (k, m - k) of the r2c split, from a = Z[k], b = Z[m-k] (scalar; the AVX2 loop's operations).
