@@ -438,113 +438,115 @@ class FftwTiledPass {
 };
 
 #if DARRAY_FFTW_TARGET_AVX2
-// FftwHalfRows's pass over a row as AVX2 code (see there): points k .. k + L - 1 of the row and their mirrors
-// m - k .. m - k - L + 1 in one vector each (L = 2 complex128, 4 then 2 complex64), from k = 1 while the two runs do
-// not meet; returns the first point left to the scalar code. x: the half spectrum (m + 1 points), z: the tile row (m),
-// p and q: the twiddle tables. The operations are the scalar code's, in its order, with no FMA: the same bits.
-template <class R>
-struct HalfRowsAvx2;
-
-template <>
-struct HalfRowsAvx2<double> {
-  static __attribute__((target("avx2"))) __m256d mirror(__m256d v) { return _mm256_permute4x64_pd(v, 0x4E); }
-  static __attribute__((target("avx2"))) __m256d swap(__m256d v) { return _mm256_permute_pd(v, 0x5); }
-
-  static __attribute__((target("avx2"))) int64_t split(double* x, const double* z, const double* p, const double* q,
-                                                       int64_t m) {
-    const __m256d neg_im = _mm256_setr_pd(0.0, -0.0, 0.0, -0.0), half = _mm256_set1_pd(0.5);
-    int64_t k = 1;
-    for (; k + 1 < m - k - 1; k += 2) {
-      const __m256d a = _mm256_loadu_pd(z + 2 * k);
-      const __m256d bc = _mm256_xor_pd(mirror(_mm256_loadu_pd(z + 2 * (m - k - 1))), neg_im);  // conj Z[m-k]
-      const __m256d s = _mm256_add_pd(a, bc), d = _mm256_sub_pd(a, bc);
-      const __m256d t = _mm256_add_pd(_mm256_mul_pd(_mm256_loadu_pd(p + 2 * k), swap(d)),
-                                      _mm256_mul_pd(_mm256_loadu_pd(q + 2 * k), d));
-      _mm256_storeu_pd(x + 2 * k, _mm256_mul_pd(_mm256_add_pd(s, t), half));
-      _mm256_storeu_pd(x + 2 * (m - k - 1), mirror(_mm256_xor_pd(_mm256_mul_pd(_mm256_sub_pd(s, t), half), neg_im)));
-    }
-    return k;
-  }
-
-  static __attribute__((target("avx2"))) int64_t combine(double* z, const double* x, const double* p, const double* q,
-                                                         int64_t m) {
-    const __m256d neg_im = _mm256_setr_pd(0.0, -0.0, 0.0, -0.0), neg_re = _mm256_setr_pd(-0.0, 0.0, -0.0, 0.0);
-    int64_t k = 1;
-    for (; k + 1 < m - k - 1; k += 2) {
-      const __m256d a = _mm256_loadu_pd(x + 2 * k);
-      const __m256d bc = _mm256_xor_pd(mirror(_mm256_loadu_pd(x + 2 * (m - k - 1))), neg_im);  // conj X[m-k]
-      const __m256d s = _mm256_add_pd(a, bc), d = _mm256_sub_pd(a, bc);
-      const __m256d o = swap(_mm256_add_pd(_mm256_mul_pd(_mm256_loadu_pd(p + 2 * k), d),
-                                           _mm256_mul_pd(_mm256_loadu_pd(q + 2 * k), swap(d))));
-      _mm256_storeu_pd(z + 2 * k, _mm256_add_pd(s, _mm256_xor_pd(o, neg_re)));
-      _mm256_storeu_pd(z + 2 * (m - k - 1), mirror(_mm256_add_pd(_mm256_xor_pd(s, neg_im), o)));
-    }
-    return k;
-  }
+// FftwHalfRows's pass over a row as AVX2 code (see there), written once over three vector types: a vector holds L
+// complex points (HalfRowsPd: 2 complex128, HalfRowsPs: 4 complex64, HalfRowsPs2: 2 complex64). Each has load, store,
+// add, sub, mul, bxor, pairs(re, im) (every point (re, im)), mirror (its points in reverse order) and swap (each
+// point's re and im swapped).
+struct HalfRowsPd {
+  using V = __m256d;
+  static constexpr int64_t L = 2;
+  static __attribute__((target("avx2"))) V load(const double* p) { return _mm256_loadu_pd(p); }
+  static __attribute__((target("avx2"))) void store(double* p, V v) { _mm256_storeu_pd(p, v); }
+  static __attribute__((target("avx2"))) V add(V a, V b) { return _mm256_add_pd(a, b); }
+  static __attribute__((target("avx2"))) V sub(V a, V b) { return _mm256_sub_pd(a, b); }
+  static __attribute__((target("avx2"))) V mul(V a, V b) { return _mm256_mul_pd(a, b); }
+  static __attribute__((target("avx2"))) V bxor(V a, V b) { return _mm256_xor_pd(a, b); }
+  static __attribute__((target("avx2"))) V pairs(double re, double im) { return _mm256_setr_pd(re, im, re, im); }
+  static __attribute__((target("avx2"))) V mirror(V v) { return _mm256_permute4x64_pd(v, 0x4E); }
+  static __attribute__((target("avx2"))) V swap(V v) { return _mm256_permute_pd(v, 0x5); }
 };
-
-template <>
-struct HalfRowsAvx2<float> {
-  static __attribute__((target("avx2"))) __m256 mirror(__m256 v) {
+struct HalfRowsPs {
+  using V = __m256;
+  static constexpr int64_t L = 4;
+  static __attribute__((target("avx2"))) V load(const float* p) { return _mm256_loadu_ps(p); }
+  static __attribute__((target("avx2"))) void store(float* p, V v) { _mm256_storeu_ps(p, v); }
+  static __attribute__((target("avx2"))) V add(V a, V b) { return _mm256_add_ps(a, b); }
+  static __attribute__((target("avx2"))) V sub(V a, V b) { return _mm256_sub_ps(a, b); }
+  static __attribute__((target("avx2"))) V mul(V a, V b) { return _mm256_mul_ps(a, b); }
+  static __attribute__((target("avx2"))) V bxor(V a, V b) { return _mm256_xor_ps(a, b); }
+  static __attribute__((target("avx2"))) V pairs(float re, float im) {
+    return _mm256_setr_ps(re, im, re, im, re, im, re, im);
+  }
+  static __attribute__((target("avx2"))) V mirror(V v) {
     return _mm256_permutevar8x32_ps(v, _mm256_setr_epi32(6, 7, 4, 5, 2, 3, 0, 1));
   }
-  static __attribute__((target("avx2"))) __m256 swap(__m256 v) { return _mm256_permute_ps(v, 0xB1); }
-  static __attribute__((target("avx2"))) __m128 mirror2(__m128 v) { return _mm_shuffle_ps(v, v, 0x4E); }
-  static __attribute__((target("avx2"))) __m128 swap2(__m128 v) { return _mm_shuffle_ps(v, v, 0xB1); }
+  static __attribute__((target("avx2"))) V swap(V v) { return _mm256_permute_ps(v, 0xB1); }
+};
+struct HalfRowsPs2 {
+  using V = __m128;
+  static constexpr int64_t L = 2;
+  static __attribute__((target("avx2"))) V load(const float* p) { return _mm_loadu_ps(p); }
+  static __attribute__((target("avx2"))) void store(float* p, V v) { _mm_storeu_ps(p, v); }
+  static __attribute__((target("avx2"))) V add(V a, V b) { return _mm_add_ps(a, b); }
+  static __attribute__((target("avx2"))) V sub(V a, V b) { return _mm_sub_ps(a, b); }
+  static __attribute__((target("avx2"))) V mul(V a, V b) { return _mm_mul_ps(a, b); }
+  static __attribute__((target("avx2"))) V bxor(V a, V b) { return _mm_xor_ps(a, b); }
+  static __attribute__((target("avx2"))) V pairs(float re, float im) { return _mm_setr_ps(re, im, re, im); }
+  static __attribute__((target("avx2"))) V mirror(V v) { return _mm_shuffle_ps(v, v, 0x4E); }
+  static __attribute__((target("avx2"))) V swap(V v) { return _mm_shuffle_ps(v, v, 0xB1); }
+};
 
+// Points k .. k + L - 1 of the row and their mirrors m - k .. m - k - L + 1 in one vector each, from k while the two
+// runs do not meet; returns the first point left. x: the half spectrum (m + 1 points), z: the tile row (m), p and q:
+// the twiddle tables. The operations are the scalar code's (split_point, combine_point), in its order, with no FMA:
+// the same bits.
+template <class S, class R>
+__attribute__((target("avx2"))) int64_t half_rows_split(R* x, const R* z, const R* p, const R* q, int64_t m,
+                                                        int64_t k) {
+  using V = typename S::V;
+  const V neg_im = S::pairs(R(0), R(-0.0)), half = S::pairs(R(0.5), R(0.5));
+  for (; k + S::L - 1 < m - k - (S::L - 1); k += S::L) {
+    const int64_t j = m - k - (S::L - 1);
+    const V a = S::load(z + 2 * k);
+    const V bc = S::bxor(S::mirror(S::load(z + 2 * j)), neg_im);  // conj Z[m-k], ...
+    const V s = S::add(a, bc), d = S::sub(a, bc);
+    const V t = S::add(S::mul(S::load(p + 2 * k), S::swap(d)), S::mul(S::load(q + 2 * k), d));
+    S::store(x + 2 * k, S::mul(S::add(s, t), half));
+    S::store(x + 2 * j, S::mirror(S::bxor(S::mul(S::sub(s, t), half), neg_im)));
+  }
+  return k;
+}
+template <class S, class R>
+__attribute__((target("avx2"))) int64_t half_rows_combine(R* z, const R* x, const R* p, const R* q, int64_t m,
+                                                          int64_t k) {
+  using V = typename S::V;
+  const V neg_im = S::pairs(R(0), R(-0.0)), neg_re = S::pairs(R(-0.0), R(0));
+  for (; k + S::L - 1 < m - k - (S::L - 1); k += S::L) {
+    const int64_t j = m - k - (S::L - 1);
+    const V a = S::load(x + 2 * k);
+    const V bc = S::bxor(S::mirror(S::load(x + 2 * j)), neg_im);  // conj X[m-k], ...
+    const V s = S::add(a, bc), d = S::sub(a, bc);
+    const V o = S::swap(S::add(S::mul(S::load(p + 2 * k), d), S::mul(S::load(q + 2 * k), S::swap(d))));
+    S::store(z + 2 * k, S::add(s, S::bxor(o, neg_re)));
+    S::store(z + 2 * j, S::mirror(S::add(S::bxor(s, neg_im), o)));
+  }
+  return k;
+}
+
+// The pass's vector loops from point 1: complex128 in 2-point vectors; complex64 in 4-point vectors, then 2-point
+// ones where 4 no longer fit (rows of 16 reals take no 4-point vector at all).
+template <class R>
+struct HalfRowsAvx2;
+template <>
+struct HalfRowsAvx2<double> {
+  static __attribute__((target("avx2"))) int64_t split(double* x, const double* z, const double* p, const double* q,
+                                                       int64_t m) {
+    return half_rows_split<HalfRowsPd>(x, z, p, q, m, 1);
+  }
+  static __attribute__((target("avx2"))) int64_t combine(double* z, const double* x, const double* p, const double* q,
+                                                         int64_t m) {
+    return half_rows_combine<HalfRowsPd>(z, x, p, q, m, 1);
+  }
+};
+template <>
+struct HalfRowsAvx2<float> {
   static __attribute__((target("avx2"))) int64_t split(float* x, const float* z, const float* p, const float* q,
                                                        int64_t m) {
-    const __m256 neg_im = _mm256_setr_ps(0.0f, -0.0f, 0.0f, -0.0f, 0.0f, -0.0f, 0.0f, -0.0f);
-    const __m256 half = _mm256_set1_ps(0.5f);
-    int64_t k = 1;
-    for (; k + 3 < m - k - 3; k += 4) {
-      const __m256 a = _mm256_loadu_ps(z + 2 * k);
-      const __m256 bc = _mm256_xor_ps(mirror(_mm256_loadu_ps(z + 2 * (m - k - 3))), neg_im);
-      const __m256 s = _mm256_add_ps(a, bc), d = _mm256_sub_ps(a, bc);
-      const __m256 t = _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(p + 2 * k), swap(d)),
-                                     _mm256_mul_ps(_mm256_loadu_ps(q + 2 * k), d));
-      _mm256_storeu_ps(x + 2 * k, _mm256_mul_ps(_mm256_add_ps(s, t), half));
-      _mm256_storeu_ps(x + 2 * (m - k - 3), mirror(_mm256_xor_ps(_mm256_mul_ps(_mm256_sub_ps(s, t), half), neg_im)));
-    }
-    // Then 2 points a vector, where 4 no longer fit (rows of 16 reals take no 4-point vector at all).
-    const __m128 neg_im2 = _mm256_castps256_ps128(neg_im), half2 = _mm256_castps256_ps128(half);
-    for (; k + 1 < m - k - 1; k += 2) {
-      const __m128 a = _mm_loadu_ps(z + 2 * k);
-      const __m128 bc = _mm_xor_ps(mirror2(_mm_loadu_ps(z + 2 * (m - k - 1))), neg_im2);
-      const __m128 s = _mm_add_ps(a, bc), d = _mm_sub_ps(a, bc);
-      const __m128 t =
-          _mm_add_ps(_mm_mul_ps(_mm_loadu_ps(p + 2 * k), swap2(d)), _mm_mul_ps(_mm_loadu_ps(q + 2 * k), d));
-      _mm_storeu_ps(x + 2 * k, _mm_mul_ps(_mm_add_ps(s, t), half2));
-      _mm_storeu_ps(x + 2 * (m - k - 1), mirror2(_mm_xor_ps(_mm_mul_ps(_mm_sub_ps(s, t), half2), neg_im2)));
-    }
-    return k;
+    return half_rows_split<HalfRowsPs2>(x, z, p, q, m, half_rows_split<HalfRowsPs>(x, z, p, q, m, 1));
   }
-
   static __attribute__((target("avx2"))) int64_t combine(float* z, const float* x, const float* p, const float* q,
                                                          int64_t m) {
-    const __m256 neg_im = _mm256_setr_ps(0.0f, -0.0f, 0.0f, -0.0f, 0.0f, -0.0f, 0.0f, -0.0f);
-    const __m256 neg_re = _mm256_setr_ps(-0.0f, 0.0f, -0.0f, 0.0f, -0.0f, 0.0f, -0.0f, 0.0f);
-    int64_t k = 1;
-    for (; k + 3 < m - k - 3; k += 4) {
-      const __m256 a = _mm256_loadu_ps(x + 2 * k);
-      const __m256 bc = _mm256_xor_ps(mirror(_mm256_loadu_ps(x + 2 * (m - k - 3))), neg_im);
-      const __m256 s = _mm256_add_ps(a, bc), d = _mm256_sub_ps(a, bc);
-      const __m256 o = swap(_mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(p + 2 * k), d),
-                                          _mm256_mul_ps(_mm256_loadu_ps(q + 2 * k), swap(d))));
-      _mm256_storeu_ps(z + 2 * k, _mm256_add_ps(s, _mm256_xor_ps(o, neg_re)));
-      _mm256_storeu_ps(z + 2 * (m - k - 3), mirror(_mm256_add_ps(_mm256_xor_ps(s, neg_im), o)));
-    }
-    const __m128 neg_im2 = _mm256_castps256_ps128(neg_im), neg_re2 = _mm256_castps256_ps128(neg_re);
-    for (; k + 1 < m - k - 1; k += 2) {
-      const __m128 a = _mm_loadu_ps(x + 2 * k);
-      const __m128 bc = _mm_xor_ps(mirror2(_mm_loadu_ps(x + 2 * (m - k - 1))), neg_im2);
-      const __m128 s = _mm_add_ps(a, bc), d = _mm_sub_ps(a, bc);
-      const __m128 o =
-          swap2(_mm_add_ps(_mm_mul_ps(_mm_loadu_ps(p + 2 * k), d), _mm_mul_ps(_mm_loadu_ps(q + 2 * k), swap2(d))));
-      _mm_storeu_ps(z + 2 * k, _mm_add_ps(s, _mm_xor_ps(o, neg_re2)));
-      _mm_storeu_ps(z + 2 * (m - k - 1), mirror2(_mm_add_ps(_mm_xor_ps(s, neg_im2), o)));
-    }
-    return k;
+    return half_rows_combine<HalfRowsPs2>(z, x, p, q, m, half_rows_combine<HalfRowsPs>(z, x, p, q, m, 1));
   }
 };
 #endif
