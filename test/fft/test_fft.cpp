@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -522,7 +523,9 @@ TEST_CASE("r2c/c2r rows of even lengths go through complex FFTs of half their le
 }
 
 // FftwHalfRows on its own: rows x n reals with the AVX2 pass (on a CPU with AVX2) and with the baseline pass, r2c and
-// c2r; both must give the same bits, and the spectra FFTW's r2c plan of the same rows gives.
+// c2r; both must give the same bits, and the spectra FFTW's r2c plan of the same rows gives. A build whose target has
+// FMA (-march=native) may fuse products and sums in the two passes differently: there they agree to rounding (at most
+// 4 epsilon of the largest value for the spectra, 16 for the c2r's rows after FFTW's c2c; measured 1.1 and 2.9).
 template <class R>
 void check_half_row_loops_agree(int64_t rows, int64_t n, unsigned flags) {
   using Rows = fft::detail::FftwHalfRows<R>;
@@ -546,8 +549,21 @@ void check_half_row_loops_agree(int64_t rows, int64_t n, unsigned flags) {
     c2r.execute(in.data(), back[avx2].data());
     REQUIRE(in == spectra[avx2]);  // c2r only reads its input
   }
+#if defined(__FMA__)
+  const auto agree = [](const std::vector<R>& a, const std::vector<R>& b, double epsilons) {
+    double diff = 0, scale = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      diff = std::max(diff, std::abs(static_cast<double>(a[i]) - static_cast<double>(b[i])));
+      scale = std::max(scale, std::abs(static_cast<double>(a[i])));
+    }
+    return diff <= epsilons * static_cast<double>(std::numeric_limits<R>::epsilon()) * scale;
+  };
+  REQUIRE(agree(spectra[0], spectra[1], 4));
+  REQUIRE(agree(back[0], back[1], 16));
+#else
   REQUIRE(spectra[0] == spectra[1]);
   REQUIRE(back[0] == back[1]);
+#endif
   // The spectra are FFTW's r2c of the rows, and back = n x (up to rounding).
   std::vector<R> xr = x, expect(spectra[0].size());
   const typename Api::iodim dim{static_cast<std::ptrdiff_t>(n), 1, 1};
@@ -570,7 +586,8 @@ void check_half_row_loops_agree(int64_t rows, int64_t n, unsigned flags) {
   REQUIRE(err < tol);
 }
 
-TEST_CASE("r2c/c2r half-length rows: the AVX2 pass and the baseline pass give the same bits", "[fft]") {
+TEST_CASE("r2c/c2r half-length rows: the AVX2 pass and the baseline pass give the same bits (to rounding with FMA)",
+          "[fft]") {
   if (!fft::detail::cpu_has_avx2()) WARN("this CPU has no AVX2: both runs take the baseline pass");
   for (const int64_t n : {2, 4, 8, 16, 18, 64, 100, 128, 256})
     for (const int64_t rows : {int64_t{1}, int64_t{7}, int64_t{300}, int64_t{4096 / n + 1}}) {

@@ -488,8 +488,9 @@ struct HalfRowsPs2 {
 
 // Points k .. k + L - 1 of the row and their mirrors m - k .. m - k - L + 1 in one vector each, from k while the two
 // runs do not meet; returns the first point left. x: the half spectrum (m + 1 points), z: the tile row (m), p and q:
-// the twiddle tables. The operations are the scalar code's (split_point, combine_point), in its order, with no FMA:
-// the same bits.
+// the twiddle tables. The operations are the scalar code's (split_point, combine_point), in its order: the same bits,
+// where the build's target has no FMA (x86-64's default). Under one with FMA (-march=native on most x86 CPUs) the
+// compiler may fuse a product and a sum into one FMA in either pass, not alike: they then agree to rounding.
 template <class S, class R>
 __attribute__((target("avx2"))) int64_t half_rows_split(R* x, const R* z, const R* p, const R* q, int64_t m,
                                                         int64_t k) {
@@ -560,7 +561,8 @@ struct HalfRowsAvx2<float> {
 // c2c from the tile into the real row. Half the points of an r2c per complex FFT, and no pass that packs rows: FFTW's
 // c2c codelets are SIMD where FFTW_ESTIMATE gives r2c scalar ones ("rdft2-r2hc-direct-64"), and its measured r2c
 // plans are slower still (see half_rows()). The pass over the tile runs as AVX2 code where the CPU has it
-// (DARRAY_FFTW_TARGET_AVX2), with the baseline code's operations in its order: the same bits.
+// (DARRAY_FFTW_TARGET_AVX2), with the baseline code's operations in its order: the same bits (but under a target
+// with FMA, see half_rows_split).
 template <class R>
 class FftwHalfRows {
   using Api = FftwApi<R>;
@@ -707,7 +709,7 @@ class FftwHalfRows {
 
 #if DARRAY_FFTW_TARGET_AVX2
   // The pass as AVX2 code: the points k and k + 1 (double) or k .. k + 3 (float) with their mirrors in one vector
-  // each, the baseline's operations in its order (no FMA: the same bits); the rest of a row as the baseline does it.
+  // each, the baseline's operations in its order (see half_rows_split); the rest of a row as the baseline does it.
   __attribute__((target("avx2"))) void split_avx2(void* rows, int64_t r0, int64_t c) {
     for (int64_t r = 0; r < c; ++r) {
       prefetch_ahead(r0 + r);
