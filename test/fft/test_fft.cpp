@@ -319,13 +319,14 @@ TEST_CASE("strided dims beyond the cache go through tiled passes, partial last t
   // FFTW plans a strided dim itself while its column group (the dim times the dims inside it) spans at most 32 KiB
   // where the columns' pitch is a multiple of 512 B, else a quarter of L2 (128 to 256 KiB); up to 4 MiB the dim is
   // tiled group by group after FFTW's plan of the dims inside; beyond, over the whole block. Column tiles (n > 128) of
-  // 11 columns: 180 x 230 complex128 groups (662 KB, by group), 230 = 20 x 11 + 10. Interleaved tiles (n <= 128) of 32
-  // KiB: 100 x 331 (530 KB, by group), 20 columns, 331 = 16 x 20 + 11; 90 x 200 (288 KB, by group), 22 columns, 200 = 9
-  // x 22 + 2; r2c half spectra 90 x 201 (289 KB, by group) and 90 x 101 (145 KB: by group where the limit is 128 KiB,
-  // with 1 MiB of L2 or less). Whole-block passes: 1100 x 260 (4.6 MB) in one-column tiles. 64 x 64 (64 KiB, pitch 1
+  // 16 columns: 180 x 230 complex128 groups (662 KB, by group), 230 = 14 x 16 + 6; 256 x 100 (410 KB, by group), the
+  // columns 4 KiB + 64 B apart in the tile, 100 = 6 x 16 + 4. Interleaved tiles (n <= 128) of 32 KiB: 100 x 331 (530
+  // KB, by group), 20 columns, 331 = 16 x 20 + 11; 90 x 200 (288 KB, by group), 22 columns, 200 = 9 x 22 + 2; r2c half
+  // spectra 90 x 201 (289 KB, by group) and 90 x 101 (145 KB: by group where the limit is 128 KiB, with 1 MiB of L2 or
+  // less). Whole-block passes: 1100 x 260 (4.6 MB) in three-column tiles, 260 = 86 x 3 + 2. 64 x 64 (64 KiB, pitch 1
   // KiB: by group at one device, a whole-block pass at four). complex64: 256 x 260 (532 KB, by group), 8 columns.
-  for (const Shape& shape : {Shape{3, 180, 230}, Shape{180, 2, 230}, Shape{4, 100, 331}, Shape{4, 90, 200},
-                             Shape{2, 1100, 260}, Shape{4, 64, 64}})
+  for (const Shape& shape : {Shape{3, 180, 230}, Shape{180, 2, 230}, Shape{3, 256, 100}, Shape{4, 100, 331},
+                             Shape{4, 90, 200}, Shape{2, 1100, 260}, Shape{4, 64, 64}})
     check_c2c_slabs(shape, 41);
   const NamedSharding slabs(make_mesh({device_count()}, {"x"}), P("x"));
   check_real_round_trip<double>(Shape{4, 90, 200}, slabs, fft::Options{}, 43, 1e-12);

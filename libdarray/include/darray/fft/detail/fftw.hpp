@@ -299,8 +299,7 @@ void scale_reals(void* p, std::size_t count, R factor) {
 }
 
 // A scratch tile and FFTW's in-place c2c plans on it: `full` FFTs of n points, and `tail` of them (0: none) for a
-// last tile that holds fewer. FFT k's element i lies at i * count + k (interleaved) or at k * n + i. The tile holds
-// n * full elements and `extra` more after them.
+// last tile that holds fewer. FFT k's element i lies at i * count + k (interleaved) or at k * pitch + i (pitch >= n).
 template <class R>
 class FftwTile {
   using Api = FftwApi<R>;
@@ -309,14 +308,16 @@ class FftwTile {
   struct Cx {
     R re, im;
   };
-  // What a tile holds at most: L1's 32 KiB (measured, see FftwTiledPass; FftwHalfRows's tiles take half of it).
+  // An interleaved tile's size: L1's 32 KiB (measured, see FftwTiledPass, whose column tiles of complex128 take 64
+  // KiB; FftwHalfRows's tiles take half of it).
   static constexpr std::size_t l1_bytes = std::size_t(32) << 10;
 
-  FftwTile(int64_t n, int64_t full, int64_t tail, bool interleaved, bool forward, unsigned flags, std::size_t extra = 0)
+  FftwTile(int64_t n, int64_t full, int64_t tail, bool interleaved, bool forward, unsigned flags, int64_t pitch)
       : m_n(n),
+        m_pitch(interleaved ? n : pitch),
         m_full_count(full),
         m_interleaved(interleaved),
-        m_scratch(fftw_buffer<R, Cx>(static_cast<std::size_t>(n * full) + extra)) {
+        m_scratch(fftw_buffer<R, Cx>(static_cast<std::size_t>(m_pitch * full))) {
     m_full = make(full, forward, flags);
     if (tail != 0) m_tail = make(tail, forward, flags);
   }
@@ -330,13 +331,13 @@ class FftwTile {
  private:
   FftwPlanHandle<R> make(int64_t count, bool forward, unsigned flags) {
     const auto stride = static_cast<std::ptrdiff_t>(m_interleaved ? count : 1);
-    const auto distance = static_cast<std::ptrdiff_t>(m_interleaved ? 1 : m_n);
+    const auto distance = static_cast<std::ptrdiff_t>(m_interleaved ? 1 : m_pitch);
     return fftw_plan_ffts<R>({static_cast<std::ptrdiff_t>(m_n), stride, stride},
                              {static_cast<std::ptrdiff_t>(count), distance, distance}, m_scratch.get(), m_scratch.get(),
                              forward ? FFTW_FORWARD : FFTW_BACKWARD, flags);
   }
 
-  int64_t m_n = 1, m_full_count = 1;
+  int64_t m_n = 1, m_pitch = 1, m_full_count = 1;
   bool m_interleaved = false;
   FftwBuffer<R, Cx> m_scratch;
   FftwPlanHandle<R> m_full, m_tail;
@@ -360,12 +361,19 @@ class FftwTiledPass {
     for (std::size_t k = 0; k < p; ++k) m_outer *= extents[k];
     for (std::size_t k = p + 1; k < extents.size(); ++k) m_inner *= extents[k];
     m_interleaved = m_n <= interleaved_max_n;
-    // Interleaved: as many columns as fill 32 KiB (L1), at most 64 (runs of up to 1 KiB). Column tiles: 2048
-    // elements (32 KiB complex128, 16 KiB complex64), at most 16 columns. At least 1 column.
+    // Interleaved: as many columns as fill 32 KiB (L1), at most 64 (runs of up to 1 KiB). Column tiles:
+    // column_tile_elements, at most 16 columns. At least 1 column.
     const int64_t n = std::max<int64_t>(m_n, 1);
-    const int64_t fit = m_interleaved ? static_cast<int64_t>(FftwTile<R>::l1_bytes / sizeof(Cx)) / n : 2048 / n;
+    const int64_t fit =
+        m_interleaved ? static_cast<int64_t>(FftwTile<R>::l1_bytes / sizeof(Cx)) / n : column_tile_elements / n;
     m_chunk = std::max<int64_t>(1, std::min<int64_t>({m_interleaved ? 64 : 16, m_inner, fit}));
-    m_tile = std::make_unique<FftwTile<R>>(m_n, m_chunk, m_inner % m_chunk, m_interleaved, forward, flags);
+    // The gather writes, and the scatter reads, one point of every column of the tile in turn: where those points
+    // would meet too few L1 sets (column_thrashes: 16 columns of 256 complex128, 4 KiB apart), the columns lie one
+    // cache line further apart in the tile.
+    m_pitch = m_n;
+    if (!m_interleaved && column_thrashes(static_cast<std::size_t>(m_n) * sizeof(Cx), m_chunk))
+      m_pitch += static_cast<int64_t>(64 / sizeof(Cx));
+    m_tile = std::make_unique<FftwTile<R>>(m_n, m_chunk, m_inner % m_chunk, m_interleaved, forward, flags, m_pitch);
     const auto bytes = static_cast<std::size_t>(m_outer * m_n * m_inner) * sizeof(Cx);
     m_ahead = bytes >= darray::detail::streaming_min_total_bytes ? prefetch_rows : 0;
   }
@@ -378,6 +386,7 @@ class FftwTiledPass {
     Cx* const tile = m_tile->data();
     const int64_t ahead = m_ahead;
     const bool interleaved = m_interleaved;
+    const int64_t pitch = m_pitch;
     for (int64_t o = 0; o < m_outer; ++o) {
       const Cx* s = src + o * n * inner;
       Cx* t = dst + o * n * inner;
@@ -396,7 +405,7 @@ class FftwTiledPass {
           if (interleaved)
             std::memcpy(tile + i * c, s + i * inner + q, run);
           else
-            for (int64_t k = 0; k < c; ++k) tile[k * n + i] = s[i * inner + q + k];
+            for (int64_t k = 0; k < c; ++k) tile[k * pitch + i] = s[i * inner + q + k];
         }
         m_tile->execute(c);
         for (int64_t i = 0; i < n; ++i) {
@@ -406,10 +415,10 @@ class FftwTiledPass {
           else if (interleaved)
             copy_scaled(t + i * inner + q, tile + i * c, static_cast<std::size_t>(2 * c), factor);
           else if (factor == R(1))
-            for (int64_t k = 0; k < c; ++k) t[i * inner + q + k] = tile[k * n + i];
+            for (int64_t k = 0; k < c; ++k) t[i * inner + q + k] = tile[k * pitch + i];
           else
             for (int64_t k = 0; k < c; ++k)
-              t[i * inner + q + k] = Cx{tile[k * n + i].re * factor, tile[k * n + i].im * factor};
+              t[i * inner + q + k] = Cx{tile[k * pitch + i].re * factor, tile[k * pitch + i].im * factor};
         }
       }
     }
@@ -417,11 +426,18 @@ class FftwTiledPass {
 
  private:
   static constexpr int64_t interleaved_max_n = 128;
+  // A column tile's elements: 64 KiB of complex128, 16 KiB of complex64. Measured, one pass (FFTW_ESTIMATE, ms,
+  // complex128, old 32 KiB tiles without the longer pitch -> these): (256, 256, 256) along dim 0 105-109 -> 73-82,
+  // along dim 1 86-91 -> 70-73; (192, 192, 192) 49-50 -> 41-43 and 44-52 -> 39-46; (256, 256, 129) along dim 0
+  // 42 -> 36-38; c2c 256^3 at one process 230-243 -> 207-218 a forward, r2c 103-106 -> 93-101 (AMD EPYC, 2026-12-07).
+  // complex64 in 32 KiB tiles: (256, 256, 256) along dim 0 63-67 -> 56-58 but along dim 1 44-46 -> 46-50 and (256,
+  // 256, 129) along dim 0 22 -> 24.5, so it keeps 16 KiB (where 32 KiB tiles of columns 2 KiB apart once took 71
+  // against 36 ms along dim 1 of 256^3).
+  static constexpr int64_t column_tile_elements = sizeof(R) == sizeof(double) ? 4096 : 2048;
   // An interleaved tile's size, FftwTile::l1_bytes. Measured on (n, n, n) complex128 blocks, the pass along dim 0
   // (FFTW_ESTIMATE): at n = 64, 0.43 ms in 32 KiB tiles against 0.67 ms in the 64-column (64 KiB) tiles used
   // before; at n = 96, 3.4 against 7.3 ms (96 KiB); at n = 128, 6.3 against 8.7 ms (128 KiB); 8 KiB tiles are
   // slower again (0.53 ms at 64). complex64 at n = 64 and 128: 32 KiB as fast as 64 columns, 16 KiB 10-20 % slower.
-  // (Column tiles of complex64 at n = 256 stay at 16 KiB: 32 KiB ones took 71 against 36 ms along dim 1.)
 
   // Whole-block passes over more than streaming_min_total_bytes (a share of the last-level cache) prefetch the
   // row `prefetch_rows` ahead in their gathers and scatters: the rows lie a page or more apart, where the hardware
@@ -432,7 +448,7 @@ class FftwTiledPass {
   // ahead; they fetch the next tile's runs while gathering this one's (execute()).
   static constexpr int64_t prefetch_rows = 16;
 
-  int64_t m_n = 1, m_outer = 1, m_inner = 1, m_chunk = 1, m_ahead = 0;
+  int64_t m_n = 1, m_pitch = 1, m_outer = 1, m_inner = 1, m_chunk = 1, m_ahead = 0;
   bool m_interleaved = false;
   std::unique_ptr<FftwTile<R>> m_tile;  // m_chunk columns
 };
@@ -708,8 +724,9 @@ class FftwHalfRows {
   }
 
 #if DARRAY_FFTW_TARGET_AVX2
-  // The pass as AVX2 code: the points k and k + 1 (double) or k .. k + 3 (float) with their mirrors in one vector
-  // each, the baseline's operations in its order (see half_rows_split); the rest of a row as the baseline does it.
+  // The pass as AVX2 code: the points k and k + 1 (double) or k .. k + 3, then k and k + 1 (float: HalfRowsAvx2) with
+  // their mirrors in one vector each, the baseline's operations in its order (see half_rows_split); the rest of a row
+  // as the baseline does it.
   __attribute__((target("avx2"))) void split_avx2(void* rows, int64_t r0, int64_t c) {
     for (int64_t r = 0; r < c; ++r) {
       prefetch_ahead(r0 + r);
