@@ -323,6 +323,7 @@ class FftwTile {
   }
 
   Cx* data() const { return m_scratch.get(); }
+  int64_t pitch() const { return m_pitch; }
   // The FFTs of a tile of `count` columns: the full count or the tail's.
   void execute(int64_t count) {
     Api::execute_dft((count == m_full_count ? m_full : m_tail).get(), m_scratch.get(), m_scratch.get());
@@ -370,10 +371,10 @@ class FftwTiledPass {
     // The gather writes, and the scatter reads, one point of every column of the tile in turn: where those points
     // would meet too few L1 sets (column_thrashes: 16 columns of 256 complex128, 4 KiB apart), the columns lie one
     // cache line further apart in the tile.
-    m_pitch = m_n;
+    int64_t pitch = m_n;
     if (!m_interleaved && column_thrashes(static_cast<std::size_t>(m_n) * sizeof(Cx), m_chunk))
-      m_pitch += static_cast<int64_t>(64 / sizeof(Cx));
-    m_tile = std::make_unique<FftwTile<R>>(m_n, m_chunk, m_inner % m_chunk, m_interleaved, forward, flags, m_pitch);
+      pitch += static_cast<int64_t>(64 / sizeof(Cx));
+    m_tile = std::make_unique<FftwTile<R>>(m_n, m_chunk, m_inner % m_chunk, m_interleaved, forward, flags, pitch);
     const auto bytes = static_cast<std::size_t>(m_outer * m_n * m_inner) * sizeof(Cx);
     m_ahead = bytes >= darray::detail::streaming_min_total_bytes ? prefetch_rows : 0;
   }
@@ -386,7 +387,7 @@ class FftwTiledPass {
     Cx* const tile = m_tile->data();
     const int64_t ahead = m_ahead;
     const bool interleaved = m_interleaved;
-    const int64_t pitch = m_pitch;
+    const int64_t pitch = m_tile->pitch();
     for (int64_t o = 0; o < m_outer; ++o) {
       const Cx* s = src + o * n * inner;
       Cx* t = dst + o * n * inner;
@@ -429,7 +430,8 @@ class FftwTiledPass {
   // A column tile's elements: 64 KiB of complex128, 16 KiB of complex64. Measured, one pass (FFTW_ESTIMATE, ms,
   // complex128, old 32 KiB tiles without the longer pitch -> these): (256, 256, 256) along dim 0 105-109 -> 73-82,
   // along dim 1 86-91 -> 70-73; (192, 192, 192) 49-50 -> 41-43 and 44-52 -> 39-46; (256, 256, 129) along dim 0
-  // 42 -> 36-38; c2c 256^3 at one process 230-243 -> 207-218 a forward, r2c 103-106 -> 93-101 (AMD EPYC, 2026-12-07).
+  // 42 -> 36-38; c2c 256^3 at one process 230-243 -> 207-218 a forward, r2c 103-106 -> 93-101 (AMD EPYC Zen 3 with 512
+  // KiB of L2, 2026-12-07).
   // complex64 in 32 KiB tiles: (256, 256, 256) along dim 0 63-67 -> 56-58 but along dim 1 44-46 -> 46-50 and (256,
   // 256, 129) along dim 0 22 -> 24.5, so it keeps 16 KiB (where 32 KiB tiles of columns 2 KiB apart once took 71
   // against 36 ms along dim 1 of 256^3).
@@ -448,9 +450,9 @@ class FftwTiledPass {
   // ahead; they fetch the next tile's runs while gathering this one's (execute()).
   static constexpr int64_t prefetch_rows = 16;
 
-  int64_t m_n = 1, m_pitch = 1, m_outer = 1, m_inner = 1, m_chunk = 1, m_ahead = 0;
+  int64_t m_n = 1, m_outer = 1, m_inner = 1, m_chunk = 1, m_ahead = 0;
   bool m_interleaved = false;
-  std::unique_ptr<FftwTile<R>> m_tile;  // m_chunk columns
+  std::unique_ptr<FftwTile<R>> m_tile;  // m_chunk columns, m_tile->pitch() apart
 };
 
 #if DARRAY_FFTW_TARGET_AVX2
