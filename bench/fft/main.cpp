@@ -1,13 +1,14 @@
 // bench/fft: darray's distributed 3-D FFT against FFTW-MPI's (fftw_mpi_plan_dft_3d, fftw_mpi_plan_dft_r2c_3d) in the
 // same run, on the same processes, with the same planner flags and the same output layout. One table: per transform
 // (c2c, r2c), layout (same, transposed) and size, the time per forward transform of each (max over processes, best
-// of --reps, the two libraries alternating so load spikes hit both), their ratio (darray / FFTW-MPI: below 1 means
-// darray is faster), the same for the backward transform of the forward's output (FFTW-MPI's with
-// FFTW_MPI_TRANSPOSED_IN for the transposed layout, its input restored before each call as c2r destroys it), GFlop/s (5
-// N log2 N for c2c, half that for r2c), the largest difference between the two results, and darray's plan construction
-// times: the benchmarked plan, an estimate plan, and (measure / patient) the same plan rebuilt from its saved wisdom
-// file, with that time's ratio to the estimate plan's. Under measure / patient, darray's estimate plan is timed in the
-// same alternation too (est_s), and the measured plan's forward time over it (m/est): what measuring bought.
+// of --reps, the two libraries in turns so load spikes hit both), their ratio (darray / FFTW-MPI: below 1 means
+// darray is faster) and the ratio of their medians (med), the same for the backward transform of the forward's output
+// (FFTW-MPI's with FFTW_MPI_TRANSPOSED_IN for the transposed layout, its input restored before each call as c2r
+// destroys it), GFlop/s (5 N log2 N for c2c, half that for r2c), the largest difference between the two results, and
+// darray's plan construction times: the benchmarked plan, an estimate plan, and (measure / patient) the same plan
+// rebuilt from its saved wisdom file, with that time's ratio to the estimate plan's. Under measure / patient, darray's
+// estimate plan is timed in the same turns too (est_s), and the measured plan's forward time over it (m/est):
+// what measuring bought.
 //   mpirun -n 2 bench-fft                                      # sizes 64,128,256, c2c and r2c, both layouts
 //   mpirun -n 2 bench-fft --sizes 128 --planner measure --transforms r2c --layouts transposed
 #include <fftw3-mpi.h>
@@ -29,6 +30,7 @@
 #include <vector>
 
 #include "darray/darray.hpp"
+#include "time_calls.hpp"
 
 namespace {
 
@@ -64,7 +66,8 @@ struct Config {
 
 struct Result {
   double darray = 1e300, fftw_mpi = 1e300, difference = 0;
-  double darray_estimate = -1;  // darray's estimate plan, forward (measure / patient only)
+  double darray_median = 0, fftw_mpi_median = 0;  // forward, median over the repetitions
+  double darray_estimate = -1;                    // darray's estimate plan, forward (measure / patient only)
   double darray_backward = 1e300, fftw_mpi_backward = 1e300;
   double plan = 0, fftw_mpi_plan = 0, estimate_plan = 1e300, wisdom_plan = -1, again_plan = -1;
   double estimate_loaded_plan = -1;  // an estimate plan with the file's wisdom in memory, as again_plan has it
@@ -187,22 +190,22 @@ Result bench_size(int64_t n, const Config& c) {
   int64_t count = 0;
   // dplan: the benchmarked plan; eplan: darray's estimate plan (null under estimate), timed in the same turns.
   auto run = [&](const auto& dplan, const auto* eplan, const auto& x) {
-    // All write into an output array they keep, as FFTW-MPI users do; the first call of each is a warm-up (first
-    // touch of every buffer, communicator set-up).
+    // All write into an output array they keep, as FFTW-MPI users do. In turns (time_calls_in_turns: a warm-up
+    // call of each first, for the first touch of every buffer and the communicators' set-up; then each repetition
+    // times every forward once, starting one later each time).
     auto y = dplan.allocate_output();
-    dplan.forward(x, y);
-    fftw_execute(plan);
     std::optional<decltype(y)> ey;
+    std::vector<std::function<void()>> forwards{[&] { dplan.forward(x, y); }, [&] { fftw_execute(plan); }};
     if (eplan != nullptr) {
       ey.emplace(eplan->allocate_output());
-      eplan->forward(x, *ey);
-      r.darray_estimate = 1e300;
+      forwards.emplace_back([&] { eplan->forward(x, *ey); });
     }
-    for (int it = 0; it < c.reps; ++it) {
-      r.darray = std::min(r.darray, timed([&] { dplan.forward(x, y); }));
-      r.fftw_mpi = std::min(r.fftw_mpi, timed([&] { fftw_execute(plan); }));
-      if (eplan != nullptr) r.darray_estimate = std::min(r.darray_estimate, timed([&] { eplan->forward(x, *ey); }));
-    }
+    const std::vector<darray_bench::Stats> forward = darray_bench::time_calls_in_turns(c.reps, 1, forwards);
+    r.darray = forward[0].min;
+    r.darray_median = forward[0].median;
+    r.fftw_mpi = forward[1].min;
+    r.fftw_mpi_median = forward[1].median;
+    if (eplan != nullptr) r.darray_estimate = forward[2].min;
     // The backward transform of the forward's output, into an output kept the same way.
     auto z = dplan.backward(y);
     const std::size_t back_bytes = static_cast<std::size_t>(alloc) * sizeof(fftw_complex);
@@ -345,15 +348,16 @@ int main(int argc, char** argv) {
           "file as in a new run, again_ms the same with the file already loaded in this run (milliseconds), and their "
           "ratios to est_ms; agn/estw: again_ms over an estimate plan built with that wisdom in memory; bwd: the "
           "backward transform of the forward's output, seconds and ratio; est_s: darray's estimate plan's forward "
-          "(measure, patient), timed in the same turns, and m/est: darray_s over it\n"
-          "%-4s %-10s %5s %10s %10s %6s %8s %8s %9s %8s %11s %8s %8s %7s %8s %8s %8s %10s %10s %6s %10s %6s  %s\n",
+          "(measure, patient), timed in the same turns, and m/est: darray_s over it; med: the forward's ratio of the "
+          "medians over the repetitions (what a best of few reps hides on a noisy machine)\n"
+          "%-4s %-10s %5s %10s %10s %6s %8s %8s %9s %8s %11s %8s %8s %7s %8s %8s %8s %10s %10s %6s %10s %6s %6s  %s\n",
           darray::process_count(), darray::device_count(),
           planner == "patient"   ? "PATIENT"
           : planner == "measure" ? "MEASURE"
                                  : "ESTIMATE",
           reps, "kind", "layout", "n", "darray_s", "fftwmpi_s", "ratio", "darray_GF", "fftw_GF", "rel_diff", "plan_s",
           "fftw_plan_s", "est_ms", "wis_ms", "wis/est", "again_ms", "agn/est", "agn/estw", "darray_bwd", "fftw_bwd",
-          "bwd", "est_s", "m/est", "darray strategies (forward) / layout");
+          "bwd", "est_s", "m/est", "med", "darray strategies (forward) / layout");
     for (const std::string& kind : transforms)
       for (const std::string& layout : layouts)
         for (int64_t n : sizes) {
@@ -388,12 +392,12 @@ int main(int argc, char** argv) {
             timing(est_ratio, sizeof est_ratio, r.darray_estimate < 0 ? -1 : r.darray / r.darray_estimate, 6);
             std::printf(
                 "%-4s %-10s %5lld %10.5f %10.5f %6.3f %8.2f %8.2f %s %8.3f %11.3f %8.3f %s %s %s %s %s %10.5f %10.5f "
-                "%6.3f %s %s  %s / %s\n",
+                "%6.3f %s %s %6.3f  %s / %s\n",
                 kind.c_str(), layout.c_str(), static_cast<long long>(n), r.darray, r.fftw_mpi, r.darray / r.fftw_mpi,
                 flops / r.darray * 1e-9, flops / r.fftw_mpi * 1e-9, diff, r.plan, r.fftw_mpi_plan,
                 r.estimate_plan * 1e3, wis, ratio, again, again_ratio, again_loaded_ratio, r.darray_backward,
-                r.fftw_mpi_backward, r.darray_backward / r.fftw_mpi_backward, est, est_ratio, r.strategies.c_str(),
-                r.layout.c_str());
+                r.fftw_mpi_backward, r.darray_backward / r.fftw_mpi_backward, est, est_ratio,
+                r.darray_median / r.fftw_mpi_median, r.strategies.c_str(), r.layout.c_str());
             std::fflush(stdout);
           }
           if (r.difference > 1e-12) {
