@@ -299,7 +299,9 @@ void scale_reals(void* p, std::size_t count, R factor) {
 }
 
 // A scratch tile and FFTW's in-place c2c plans on it: `full` FFTs of n points, and `tail` of them (0: none) for a
-// last tile that holds fewer. FFT k's element i lies at i * count + k (interleaved) or at k * pitch + i (pitch >= n).
+// last tile that holds fewer. FFT k's element i lies at i * count + k (interleaved) or at k * pitch() + i: a column
+// tile's columns lie n points apart, or one cache line more where a gather's or scatter's points of one row (one of
+// every column in turn) would meet too few L1 sets (column_thrashes: 16 columns of 256 complex128, 4 KiB apart).
 template <class R>
 class FftwTile {
   using Api = FftwApi<R>;
@@ -312,9 +314,11 @@ class FftwTile {
   // KiB; FftwHalfRows's tiles take half of it).
   static constexpr std::size_t l1_bytes = std::size_t(32) << 10;
 
-  FftwTile(int64_t n, int64_t full, int64_t tail, bool interleaved, bool forward, unsigned flags, int64_t pitch)
+  FftwTile(int64_t n, int64_t full, int64_t tail, bool interleaved, bool forward, unsigned flags)
       : m_n(n),
-        m_pitch(interleaved ? n : pitch),
+        m_pitch(!interleaved && column_thrashes(static_cast<std::size_t>(n) * sizeof(Cx), full)
+                    ? n + static_cast<int64_t>(64 / sizeof(Cx))
+                    : n),
         m_full_count(full),
         m_interleaved(interleaved),
         m_scratch(fftw_buffer<R, Cx>(static_cast<std::size_t>(m_pitch * full))) {
@@ -368,13 +372,7 @@ class FftwTiledPass {
     const int64_t fit =
         m_interleaved ? static_cast<int64_t>(FftwTile<R>::l1_bytes / sizeof(Cx)) / n : column_tile_elements / n;
     m_chunk = std::max<int64_t>(1, std::min<int64_t>({m_interleaved ? 64 : 16, m_inner, fit}));
-    // The gather writes, and the scatter reads, one point of every column of the tile in turn: where those points
-    // would meet too few L1 sets (column_thrashes: 16 columns of 256 complex128, 4 KiB apart), the columns lie one
-    // cache line further apart in the tile.
-    int64_t pitch = m_n;
-    if (!m_interleaved && column_thrashes(static_cast<std::size_t>(m_n) * sizeof(Cx), m_chunk))
-      pitch += static_cast<int64_t>(64 / sizeof(Cx));
-    m_tile = std::make_unique<FftwTile<R>>(m_n, m_chunk, m_inner % m_chunk, m_interleaved, forward, flags, pitch);
+    m_tile = std::make_unique<FftwTile<R>>(m_n, m_chunk, m_inner % m_chunk, m_interleaved, forward, flags);
     const auto bytes = static_cast<std::size_t>(m_outer * m_n * m_inner) * sizeof(Cx);
     m_ahead = bytes >= darray::detail::streaming_min_total_bytes ? prefetch_rows : 0;
   }
